@@ -1,0 +1,2 @@
+//! Cycle benches.
+fn main() {}

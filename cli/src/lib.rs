@@ -1,0 +1,1 @@
+//! Berth CLI.

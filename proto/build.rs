@@ -1,0 +1,14 @@
+//! Generates the berth.v1 gRPC code with the vendored protoc, so a fresh machine needs
+//! nothing but cargo.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let protoc = protoc_bin_vendored::protoc_bin_path()?;
+    // tonic-prost-build runs the protoc named by PROTOC.
+    std::env::set_var("PROTOC", protoc);
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    tonic_prost_build::configure()
+        .file_descriptor_set_path(out.join("berth_descriptor.bin"))
+        .compile_protos(&["proto/berth.proto"], &["proto"])?;
+    println!("cargo:rerun-if-changed=proto/berth.proto");
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! Events: what happened to an object and why (Scheduled, FailedScheduling, Evicted, ...).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Ignored, ObjectMeta, Time};
+
+/// A reference to the object an event is about.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectReference {
+    /// Kind (`Pod`, `Node`).
+    #[serde(default)]
+    pub kind: String,
+    /// Namespace, empty for cluster-scoped kinds.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Name.
+    #[serde(default)]
+    pub name: String,
+    /// uid.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub api_version: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub resource_version: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub field_path: Ignored,
+}
+
+/// An event (`v1/Event`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Event {
+    /// `v1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `Event`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Name (generated) and namespace (the object's).
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The object the event is about.
+    pub involved_object: ObjectReference,
+    /// Short machine-readable reason (`Scheduled`, `FailedScheduling`, `Preempted`).
+    pub reason: String,
+    /// Human-readable message.
+    #[serde(default)]
+    pub message: String,
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type", default)]
+    pub type_: String,
+    /// How many times it happened.
+    #[serde(default)]
+    pub count: i32,
+    /// First occurrence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_timestamp: Option<Time>,
+    /// Last occurrence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_timestamp: Option<Time>,
+    /// Component that reported it (`default-scheduler`, `berth-agent`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reporting_component: String,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub source: Ignored,
+}

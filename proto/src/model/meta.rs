@@ -1,0 +1,141 @@
+//! Object metadata shared by every kind: names, labels, versions, timestamps, owners.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::time::SystemTime;
+
+use super::{Ignored, StringMap};
+
+/// `metadata` of every object (Kubernetes' ObjectMeta).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectMeta {
+    /// Object name, unique per kind and namespace.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Prefix for a server-generated name when `name` is empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub generate_name: String,
+    /// Namespace; empty for cluster-scoped kinds, and defaulted to `default` for pods.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Labels, used by selectors.
+    #[serde(default, skip_serializing_if = "StringMap::is_empty")]
+    pub labels: StringMap,
+    /// Annotations: free-form metadata (the sim runtime reads usage from them).
+    #[serde(default, skip_serializing_if = "StringMap::is_empty")]
+    pub annotations: StringMap,
+    /// Server-assigned unique id.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// Server-assigned version, increasing with every write of any object. A decimal string in
+    /// the API, as in Kubernetes; an update that names a stale one is refused.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    /// When the server first stored the object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<Time>,
+    /// When a graceful delete was requested; the object goes once its owner lets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<Time>,
+    /// Objects that own this one (a ReplicaSet owns its pods).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owner_references: Vec<OwnerReference>,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub finalizers: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub managed_fields: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub generation: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub self_link: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub deletion_grace_period_seconds: Ignored,
+}
+
+/// A reference from an object to its owner.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OwnerReference {
+    /// apiVersion of the owner.
+    #[serde(default)]
+    pub api_version: String,
+    /// Kind of the owner (`ReplicaSet`, `DaemonSet`, ...).
+    pub kind: String,
+    /// Name of the owner.
+    pub name: String,
+    /// uid of the owner.
+    #[serde(default)]
+    pub uid: String,
+    /// Whether the owner is the managing controller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<bool>,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub block_owner_deletion: Ignored,
+}
+
+/// A point in time, written as RFC 3339 (`2026-11-30T03:31:56Z`) like Kubernetes' `Time`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Time(pub SystemTime);
+
+impl Time {
+    /// The current time.
+    pub fn now() -> Self {
+        Time(SystemTime::now())
+    }
+
+    /// Seconds since the Unix epoch (negative before it).
+    pub fn unix_seconds(&self) -> i64 {
+        match self.0.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(d) => d.as_secs() as i64,
+            Err(e) => -(e.duration().as_secs() as i64),
+        }
+    }
+
+    /// Nanoseconds since the Unix epoch, saturating.
+    pub fn unix_nanos(&self) -> i64 {
+        match self.0.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+            Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+        }
+    }
+
+    /// The time `nanos` nanoseconds after the Unix epoch.
+    pub fn from_unix_nanos(nanos: i64) -> Self {
+        let base = SystemTime::UNIX_EPOCH;
+        let d = std::time::Duration::from_nanos(nanos.unsigned_abs());
+        Time(if nanos >= 0 { base + d } else { base - d })
+    }
+}
+
+impl std::fmt::Display for Time {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", humantime::format_rfc3339_seconds(self.0))
+    }
+}
+
+impl std::str::FromStr for Time {
+    type Err = humantime::TimestampError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        humantime::parse_rfc3339_weak(s).map(Time)
+    }
+}
+
+impl Serialize for Time {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Time {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse()
+            .map_err(|e| serde::de::Error::custom(format!("invalid RFC 3339 time {s:?}: {e}")))
+    }
+}

@@ -1,0 +1,32 @@
+//! Kubernetes-shaped objects: what a manifest says, what the store keeps and what the
+//! scheduler reads. Field names follow Kubernetes (camelCase in YAML and JSON).
+//!
+//! Every struct denies unknown fields, so a typo in a manifest is an error that names the
+//! field. Fields that Kubernetes has but Berth does not act on (volumes, probes,
+//! securityContext, ...) are declared as [`Ignored`] so that real manifests are accepted;
+//! their content is dropped.
+
+mod meta;
+mod node;
+mod pod;
+mod scheduling;
+mod event;
+mod priority;
+mod object;
+
+pub use event::*;
+pub use meta::*;
+pub use node::*;
+pub use object::*;
+pub use pod::*;
+pub use priority::*;
+pub use scheduling::*;
+
+/// A Kubernetes field that Berth accepts in a manifest and ignores.
+pub type Ignored = Option<serde::de::IgnoredAny>;
+
+/// A map of resource names to quantities (`cpu: 500m`, `memory: 1Gi`, `example.com/gpu: 1`).
+pub type ResourceList = std::collections::BTreeMap<String, crate::Quantity>;
+
+/// Labels or annotations: string keys to string values, ordered for determinism.
+pub type StringMap = std::collections::BTreeMap<String, String>;

@@ -1,0 +1,146 @@
+//! Nodes: capacity, allocatable resources, conditions, taints.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Ignored, ObjectMeta, ResourceList, Taint, Time};
+
+/// A node (`v1/Node`), registered by its agent or written in a manifest.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Node {
+    /// `v1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `Node`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Name and labels.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// Desired state: cordon and taints.
+    #[serde(default)]
+    pub spec: NodeSpec,
+    /// Observed state: resources and conditions.
+    #[serde(default)]
+    pub status: NodeStatus,
+}
+
+/// `spec` of a node.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeSpec {
+    /// Cordoned: no new pods unless they tolerate `node.kubernetes.io/unschedulable`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unschedulable: bool,
+    /// Taints.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<Taint>,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub pod_cidr: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub pod_cidrs: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub provider_id: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub config_source: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub external_id: Ignored,
+}
+
+/// A condition of a node (`Ready`, `MemoryPressure`, ...).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeCondition {
+    /// Condition type.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// Machine-readable reason.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Human-readable message.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// Last heartbeat that reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_heartbeat_time: Option<Time>,
+    /// When the status last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+}
+
+/// An address of a node.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeAddress {
+    /// `InternalIP`, `Hostname`, ...
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// The address.
+    pub address: String,
+}
+
+/// `status` of a node.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeStatus {
+    /// Total resources of the node.
+    #[serde(default, skip_serializing_if = "ResourceList::is_empty")]
+    pub capacity: ResourceList,
+    /// Resources available to pods; the scheduler fits pods against these. Defaults to
+    /// capacity when left out.
+    #[serde(default, skip_serializing_if = "ResourceList::is_empty")]
+    pub allocatable: ResourceList,
+    /// Conditions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<NodeCondition>,
+    /// Addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<NodeAddress>,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub node_info: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub images: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub daemon_endpoints: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub phase: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub volumes_attached: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing)]
+    pub volumes_in_use: Ignored,
+}
+
+impl Node {
+    /// The condition of the given type, if reported.
+    pub fn condition(&self, type_: &str) -> Option<&NodeCondition> {
+        self.status.conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    /// Whether the node reports `Ready=True`. A node with no Ready condition at all (one
+    /// written in a manifest, as in `berth sim`) counts as ready.
+    pub fn is_ready(&self) -> bool {
+        self.condition("Ready").is_none_or(|c| c.status == "True")
+    }
+
+    /// Allocatable resources, falling back to capacity where allocatable is left out.
+    pub fn allocatable(&self) -> &super::ResourceList {
+        if self.status.allocatable.is_empty() {
+            &self.status.capacity
+        } else {
+            &self.status.allocatable
+        }
+    }
+}

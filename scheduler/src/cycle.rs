@@ -1,0 +1,1 @@
+//! The scheduling cycle: `schedule_one` as a pipeline of named stages.

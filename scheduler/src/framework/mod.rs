@@ -1,0 +1,296 @@
+//! The scheduling framework: kube-scheduler's extension points as traits, and the typed data
+//! they work on. Nothing here does IO, takes a lock or is async: plugins are pure functions of
+//! the pod and the [`Snapshot`], so the cycle, `berth sim`, the tests and the benchmarks all
+//! drive them the same way.
+//!
+//! # Layout
+//!
+//! - [`resources`]: resource vectors and the effective-request rules.
+//! - [`types`]: [`PodInfo`] and [`NodeInfo`], the per-object data kept ready for plugins.
+//! - [`snapshot`]: the cluster state a cycle reads, updated incrementally.
+//! - [`CycleState`], [`Rejection`], [`Diagnosis`] and the plugin traits, below.
+
+pub mod resources;
+pub mod snapshot;
+pub mod types;
+
+use std::any::{Any, TypeId};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+pub use resources::Resources;
+pub use snapshot::Snapshot;
+pub use types::{AffinityTerm, NodeInfo, PodInfo, WeightedAffinityTerm};
+
+/// Highest score a plugin gives one node (kube's MaxNodeScore).
+pub const MAX_NODE_SCORE: i64 = 100;
+
+/// Per-cycle scratch space keyed by type: each plugin keeps its own typed value (computed in
+/// PreFilter or PreScore) without string keys.
+#[derive(Default)]
+pub struct CycleState {
+    values: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    /// Whether every node must be evaluated (no early stop), as `berth sim --explain` asks.
+    pub evaluate_all_nodes: bool,
+}
+
+impl CycleState {
+    /// An empty state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stores a value, replacing the previous value of the same type.
+    pub fn insert<T: Any + Send + Sync>(&mut self, value: T) {
+        self.values.insert(TypeId::of::<T>(), Box::new(value));
+    }
+
+    /// The stored value of type `T`.
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.values
+            .get(&TypeId::of::<T>())
+            .and_then(|b| b.downcast_ref())
+    }
+
+    /// The stored value of type `T`, mutable.
+    pub fn get_mut<T: Any + Send + Sync>(&mut self) -> Option<&mut T> {
+        self.values
+            .get_mut(&TypeId::of::<T>())
+            .and_then(|b| b.downcast_mut())
+    }
+}
+
+/// Whether removing pods (preemption) could make a rejected node fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// The node does not fit now; evicting pods might help (kube's Unschedulable).
+    Unschedulable,
+    /// No eviction can help: node affinity, taints, cordon (UnschedulableAndUnresolvable).
+    UnschedulableAndUnresolvable,
+}
+
+/// Why a node (or, from PreFilter, every node) cannot take the pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    /// The plugin that rejected.
+    pub plugin: &'static str,
+    /// kube's reason strings (`Insufficient cpu`, `node(s) didn't match Pod's node affinity/selector`).
+    pub reasons: Vec<Cow<'static, str>>,
+    /// Whether preemption may help.
+    pub code: Code,
+}
+
+impl Rejection {
+    /// A rejection that eviction may resolve.
+    pub fn unschedulable(plugin: &'static str, reason: impl Into<Cow<'static, str>>) -> Self {
+        Rejection {
+            plugin,
+            reasons: vec![reason.into()],
+            code: Code::Unschedulable,
+        }
+    }
+
+    /// A rejection that no eviction can resolve.
+    pub fn unresolvable(plugin: &'static str, reason: impl Into<Cow<'static, str>>) -> Self {
+        Rejection {
+            plugin,
+            reasons: vec![reason.into()],
+            code: Code::UnschedulableAndUnresolvable,
+        }
+    }
+}
+
+/// A filter's verdict on one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fit {
+    /// The pod may go there.
+    Yes,
+    /// It may not, and why.
+    No(Rejection),
+}
+
+impl Fit {
+    /// Whether the verdict is [`Fit::Yes`].
+    pub fn is_yes(&self) -> bool {
+        matches!(self, Fit::Yes)
+    }
+}
+
+/// A plugin failed (a bug or bad configuration), as opposed to rejecting a node.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("plugin {plugin}: {message}")]
+pub struct PluginError {
+    /// The plugin.
+    pub plugin: &'static str,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// What PreFilter concluded for the whole cycle.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum PreFilterOutcome {
+    /// Go on with every node.
+    #[default]
+    AllNodes,
+    /// Only these nodes can fit (NodeName, NodeAffinity on metadata.name); the others are
+    /// rejected as unresolvable without running filters.
+    Nodes(HashSet<String>),
+    /// The pod fits nowhere, whatever the node (for example, an unknown schedulerName or an
+    /// affinity that can never hold); the rejection explains it for every node.
+    Reject(Rejection),
+}
+
+/// Every plugin has a name, unique in a profile.
+pub trait Plugin: Send + Sync {
+    /// kube-scheduler's name for the plugin (`NodeResourcesFit`).
+    fn name(&self) -> &'static str;
+}
+
+/// PreFilter: computes per-pod data once per cycle, may narrow or reject all nodes. Plugins
+/// whose PreFilter state depends on the pods placed on nodes also update that state when the
+/// preemption search adds or removes a pod ([`PreFilter::add_pod`], [`PreFilter::remove_pod`]).
+pub trait PreFilter: Plugin {
+    /// Runs once per cycle before any Filter.
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> Result<PreFilterOutcome, PluginError>;
+
+    /// `added` is now on `node` (a hypothetical placement during preemption).
+    fn add_pod(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _added: &PodInfo,
+        _node: &NodeInfo,
+        _snapshot: &Snapshot,
+    ) {
+    }
+
+    /// `removed` has left `node` (a hypothetical victim during preemption).
+    fn remove_pod(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _removed: &PodInfo,
+        _node: &NodeInfo,
+        _snapshot: &Snapshot,
+    ) {
+    }
+}
+
+/// Filter: may the pod go on this node? Runs in parallel across nodes.
+pub trait Filter: Plugin {
+    /// The verdict for one node.
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Fit;
+}
+
+/// A proposal from PostFilter (preemption): evict these pods so the pod fits on `node`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nomination {
+    /// The node to nominate.
+    pub node: String,
+    /// Pods to evict, as `namespace/name` keys with their uids.
+    pub victims: Vec<Victim>,
+}
+
+/// A pod chosen for eviction by preemption.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Victim {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// uid.
+    pub uid: String,
+}
+
+/// What PostFilter concluded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PostFilterOutcome {
+    /// Evicting these pods lets the pod fit.
+    Nominate(Nomination),
+    /// Nothing can be done; the message says why (kube's preemption message).
+    NoHelp(String),
+}
+
+/// PostFilter: runs when no node fits; proposes, never acts.
+pub trait PostFilter: Plugin {
+    /// Proposes a nomination, or says why none helps.
+    fn post_filter(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        diagnosis: &Diagnosis,
+        profile: &crate::profile::Profile,
+    ) -> PostFilterOutcome;
+}
+
+/// PreScore: computes per-pod data for scoring once, over the feasible nodes.
+pub trait PreScore: Plugin {
+    /// Runs once per cycle, after filtering, before any Score.
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        feasible: &[&NodeInfo],
+    ) -> Result<(), PluginError>;
+}
+
+/// Score: ranks a feasible node; `normalize` then maps raw scores into `0..=MAX_NODE_SCORE`.
+pub trait Score: Plugin {
+    /// The raw score of one node.
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64;
+
+    /// Rescales the raw scores of all feasible nodes, in place (default: unchanged).
+    fn normalize(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [i64]) {}
+}
+
+/// Why a pod fits nowhere: each rejected node's rejection, plus any PreFilter verdict.
+#[derive(Clone, Debug, Default)]
+pub struct Diagnosis {
+    /// Rejection per node name, ordered by name.
+    pub node_rejections: BTreeMap<String, Rejection>,
+    /// Set when PreFilter rejected every node at once.
+    pub pre_filter_rejection: Option<Rejection>,
+    /// Plugins that rejected at least one node (for queueing hints).
+    pub unschedulable_plugins: HashSet<&'static str>,
+    /// Number of nodes in the cluster.
+    pub num_all_nodes: usize,
+}
+
+impl Diagnosis {
+    /// kube's aggregated message: `0/3 nodes are available: 1 node(s) had untolerated taint
+    /// {dedicated: gpu}, 2 Insufficient cpu.` — counts per reason, sorted as strings.
+    pub fn message(&self) -> String {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        if let Some(r) = &self.pre_filter_rejection {
+            for reason in &r.reasons {
+                *counts.entry(reason.as_ref()).or_default() += self.num_all_nodes;
+            }
+        }
+        for r in self.node_rejections.values() {
+            for reason in &r.reasons {
+                *counts.entry(reason.as_ref()).or_default() += 1;
+            }
+        }
+        let mut parts: Vec<String> = counts
+            .into_iter()
+            .map(|(reason, n)| format!("{n} {reason}"))
+            .collect();
+        parts.sort();
+        if parts.is_empty() {
+            format!("0/{} nodes are available.", self.num_all_nodes)
+        } else {
+            format!(
+                "0/{} nodes are available: {}.",
+                self.num_all_nodes,
+                parts.join(", ")
+            )
+        }
+    }
+}
