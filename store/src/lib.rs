@@ -1,1 +1,29 @@
-//! Berth store.
+//! Berth's durable object store: typed Kubernetes objects on local disk, with a global
+//! revision, atomic multi-object commits and a stream of changes.
+//!
+//! # Layout
+//!
+//! - [`ObjectStore`] (in `object_store.rs`) is the narrow interface the scheduler codes
+//!   against: `get`, `list`, `commit` a batch of [`Op`]s atomically, `revision`, and
+//!   `subscribe` to the resulting [`Change`]s.
+//! - [`SledStore`] (in `sled_store.rs`) implements it on sled. Each [`Kind`] has its own tree
+//!   (`pods`, `nodes`, `priorityclasses`, `events`) keyed by `namespace/name`, or `name` for
+//!   cluster-scoped kinds, whose values are the objects as JSON (the model types' serde form).
+//!   A `meta` tree holds the revision counter. A commit is one sled transaction across all of
+//!   these trees, then a flush, then a broadcast of its changes.
+//! - [`Error`] (in `error.rs`) says what failed and on which object.
+//!
+//! Every write gets the next revision, stored in the object's `metadata.resourceVersion`;
+//! the counter is written in the same transaction as the objects, so revisions keep
+//! increasing across restarts.
+//!
+//! [`Kind`]: berth_proto::model::Kind
+#![warn(missing_docs)]
+
+mod error;
+mod object_store;
+mod sled_store;
+
+pub use error::{Error, Result};
+pub use object_store::{Change, ChangeType, ObjectStore, Op, Precondition};
+pub use sled_store::{SledStore, CHANNEL_CAPACITY};

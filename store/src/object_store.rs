@@ -1,0 +1,109 @@
+//! The narrow interface the rest of Berth codes against: read objects, commit a batch of
+//! writes atomically, and watch the resulting changes.
+
+use std::sync::Arc;
+
+use berth_proto::model::{Kind, Object, ObjectKey};
+use tokio::sync::broadcast;
+
+use crate::Result;
+
+/// A condition a write checks against the stored object before it applies.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Precondition {
+    /// No check.
+    #[default]
+    None,
+    /// Refuse the write with [`Error::Conflict`](crate::Error::Conflict) unless the stored
+    /// object's `metadata.resourceVersion` equals this one (optimistic concurrency).
+    ResourceVersion(String),
+}
+
+/// One write in a [`ObjectStore::commit`] batch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Store a new object; fails with `AlreadyExists` if its key is taken. Assigns
+    /// `metadata.uid` (a v4 UUID) when empty and `metadata.creationTimestamp` when unset.
+    Create(Object),
+    /// Replace an existing object; fails with `NotFound` if it is missing. The write is
+    /// refused with `Conflict` unless the stored resourceVersion equals both the
+    /// precondition's and the object's own `metadata.resourceVersion` (each when given).
+    /// The stored uid and creationTimestamp are kept.
+    Update {
+        /// The new state.
+        object: Object,
+        /// Checked against the stored object.
+        precondition: Precondition,
+    },
+    /// Create the object, or replace it without any resourceVersion check. Like an update, a
+    /// replacement keeps the stored uid and creationTimestamp.
+    Upsert(Object),
+    /// Remove an object; fails with `NotFound` if it is missing, and checks the precondition
+    /// as [`Op::Update`] does.
+    Delete {
+        /// The object to remove.
+        key: ObjectKey,
+        /// Checked against the stored object.
+        precondition: Precondition,
+    },
+}
+
+/// What a committed op did to its object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ChangeType {
+    /// The object was created.
+    Added,
+    /// The object was replaced.
+    Modified,
+    /// The object was removed.
+    Deleted,
+}
+
+/// One committed write, as returned by [`ObjectStore::commit`] and sent to subscribers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    /// What happened.
+    pub change_type: ChangeType,
+    /// The object's new state, exactly as [`ObjectStore::get`] now returns it. For
+    /// [`ChangeType::Deleted`], the last stored state with `metadata.resourceVersion` set to
+    /// the deletion's revision.
+    pub object: Object,
+    /// The revision assigned to this write; equal to the object's resourceVersion.
+    pub revision: u64,
+}
+
+/// A durable store of typed objects with a global, increasing revision.
+///
+/// Every write gets its own revision, one more than the previous write's, and carries it as
+/// `metadata.resourceVersion`. Revisions are never reused, including across restarts.
+pub trait ObjectStore: Send + Sync {
+    /// The object with this key, if stored.
+    fn get(&self, key: &ObjectKey) -> Result<Option<Object>>;
+
+    /// Every object of a kind, sorted by (namespace, name). With `Some(namespace)`, only that
+    /// namespace's objects; the filter is ignored for cluster-scoped kinds, and an empty
+    /// namespace means all namespaces.
+    fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Vec<Object>>;
+
+    /// Applies the ops in order, atomically: either all succeed or nothing is written and the
+    /// first failure is returned. On `Ok`, the changes are on disk and have been sent to
+    /// subscribers; the result holds one [`Change`] per op, in order.
+    fn commit(&self, ops: Vec<Op>) -> Result<Vec<Change>>;
+
+    /// The latest revision assigned (0 for an empty, never-written store).
+    fn revision(&self) -> u64;
+
+    /// A receiver of every [`Change`] committed after this call, in commit order.
+    ///
+    /// A receiver that falls more than the channel's capacity behind gets
+    /// [`broadcast::error::RecvError::Lagged`] and should re-list. To build a cache, subscribe
+    /// first, then list, and skip changes whose revision is not above the cached object's
+    /// resourceVersion.
+    fn subscribe(&self) -> broadcast::Receiver<Arc<Change>>;
+}
+
+/// The trait stays object-safe and shareable across threads: callers hold `Arc<dyn ObjectStore>`.
+const _: fn() = || {
+    fn assert_send_sync<T: ?Sized + Send + Sync>() {}
+    assert_send_sync::<dyn ObjectStore>();
+};

@@ -1,0 +1,535 @@
+//! [`SledStore`]: the [`ObjectStore`] on a sled database, one tree per kind plus a `meta` tree
+//! for the revision counter, written in multi-tree transactions.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use berth_proto::model::{Kind, Object, ObjectKey, Time};
+use sled::transaction::{
+    ConflictableTransactionError, ConflictableTransactionResult, TransactionError,
+    TransactionalTree,
+};
+use sled::{IVec, Transactional};
+use tokio::sync::broadcast;
+
+use crate::{Change, ChangeType, Error, ObjectStore, Op, Precondition, Result};
+
+/// How many changes a subscriber may fall behind before it sees `Lagged`.
+pub const CHANNEL_CAPACITY: usize = 65536;
+
+/// Name of the tree holding store-wide values.
+const META_TREE: &str = "meta";
+
+/// Key of the revision counter in the meta tree: the latest assigned revision, as a
+/// big-endian `u64`.
+const REVISION_KEY: &[u8] = b"revision";
+
+/// An [`ObjectStore`] on a sled database.
+///
+/// Commits run one at a time under a store-wide lock, so that revisions, the order of
+/// transactions and the order of broadcast changes all agree. Each commit is one sled
+/// transaction followed by one flush. The lock is the place to add group commit later:
+/// collect the batches of concurrent callers, run them in a single transaction and flush once,
+/// and hand each caller its own slice of the changes (a failing batch would then have to be
+/// set aside and the rest retried, to keep each caller's all-or-nothing promise).
+pub struct SledStore {
+    db: sled::Db,
+    /// One tree per kind, in the order of [`Kind::ALL`], then the meta tree: the slice a
+    /// commit's transaction spans.
+    trees: Vec<sled::Tree>,
+    /// The directory, or `None` for a temporary store.
+    path: Option<PathBuf>,
+    /// The latest assigned revision, as persisted in the meta tree.
+    revision: AtomicU64,
+    /// Serializes commits (and subscriptions against them); guards no data of its own.
+    commit_lock: Mutex<()>,
+    changes: broadcast::Sender<Arc<Change>>,
+}
+
+impl SledStore {
+    /// Opens (or creates) the store in `dir`.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let db = sled::Config::new()
+            .path(dir)
+            .open()
+            .map_err(|source| Error::Open {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        Self::from_db(db, Some(dir.to_path_buf()))
+    }
+
+    /// A store in a temporary directory that is removed when the store is dropped; for tests
+    /// and simulations.
+    pub fn temporary() -> Result<Self> {
+        let db = sled::Config::new()
+            .temporary(true)
+            .open()
+            .map_err(Error::Sled)?;
+        Self::from_db(db, None)
+    }
+
+    fn from_db(db: sled::Db, path: Option<PathBuf>) -> Result<Self> {
+        let mut trees = Vec::with_capacity(Kind::ALL.len() + 1);
+        for kind in Kind::ALL {
+            trees.push(db.open_tree(tree_name(kind)).map_err(Error::Sled)?);
+        }
+        trees.push(db.open_tree(META_TREE).map_err(Error::Sled)?);
+        let revision = decode_revision(
+            trees[Kind::ALL.len()]
+                .get(REVISION_KEY)
+                .map_err(Error::Sled)?,
+        )?;
+        let (changes, _) = broadcast::channel(CHANNEL_CAPACITY);
+        tracing::debug!(path = ?path, revision, "store opened");
+        Ok(SledStore {
+            db,
+            trees,
+            path,
+            revision: AtomicU64::new(revision),
+            commit_lock: Mutex::new(()),
+            changes,
+        })
+    }
+
+    fn tree(&self, kind: Kind) -> &sled::Tree {
+        &self.trees[tree_index(kind)]
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ()> {
+        // The lock guards no data, and a commit is atomic in sled whether or not its caller
+        // panicked, so a poisoned lock is safe to take.
+        self.commit_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl ObjectStore for SledStore {
+    fn get(&self, key: &ObjectKey) -> Result<Option<Object>> {
+        let key = normalize_key(key);
+        let stored_key = encode_key(&key)?;
+        match self.tree(key.kind).get(stored_key).map_err(Error::Sled)? {
+            Some(bytes) => decode_object(&key, &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Vec<Object>> {
+        let tree = self.tree(kind);
+        let namespace = namespace.filter(|ns| kind.is_namespaced() && !ns.is_empty());
+        let entries = match namespace {
+            Some(ns) => tree.scan_prefix(format!("{ns}/")),
+            None => tree.iter(),
+        };
+        let mut objects = Vec::new();
+        for entry in entries {
+            let (stored_key, bytes) = entry.map_err(Error::Sled)?;
+            let key = decode_key(kind, &stored_key);
+            objects.push(decode_object(&key, &bytes)?);
+        }
+        // Byte order of `namespace/name` is not (namespace, name) order (`a-b/x` sorts before
+        // `a/x`), so sort; within one namespace the scan is already in order.
+        objects.sort_by(|a, b| {
+            (&a.meta().namespace, &a.meta().name).cmp(&(&b.meta().namespace, &b.meta().name))
+        });
+        Ok(objects)
+    }
+
+    fn commit(&self, ops: Vec<Op>) -> Result<Vec<Change>> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let _guard = self.lock();
+        let result = self.trees.as_slice().transaction(|view| {
+            let meta = &view[Kind::ALL.len()];
+            let mut revision = decode_revision(meta.get(REVISION_KEY)?).map_err(abort)?;
+            let mut changes = Vec::with_capacity(ops.len());
+            for op in &ops {
+                revision += 1;
+                changes.push(apply(view, op, revision)?);
+            }
+            meta.insert(REVISION_KEY, &revision.to_be_bytes())?;
+            Ok(changes)
+        });
+        let changes = result.map_err(|e| match e {
+            TransactionError::Abort(e) => e,
+            TransactionError::Storage(e) => Error::Sled(e),
+        })?;
+        let revision = changes.last().map_or(0, |c| c.revision);
+        self.revision.store(revision, Ordering::Release);
+
+        let flushed = self.db.flush();
+        // The changes are visible to readers now, flushed or not, so subscribers must see them
+        // either way to stay consistent with `get` and `list`.
+        for change in &changes {
+            // An error here only means that nobody is subscribed.
+            let _ = self.changes.send(Arc::new(change.clone()));
+        }
+        if let Err(source) = flushed {
+            tracing::warn!(revision, error = %source, "committed changes could not be flushed");
+            return Err(Error::Flush { revision, source });
+        }
+        tracing::debug!(revision, ops = changes.len(), "committed");
+        Ok(changes)
+    }
+
+    fn revision(&self) -> u64 {
+        self.revision.load(Ordering::Acquire)
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+        // Taking the commit lock means no commit is between its transaction and its
+        // broadcast: the receiver gets exactly the commits that apply after this call.
+        let _guard = self.lock();
+        self.changes.subscribe()
+    }
+}
+
+impl fmt::Debug for SledStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SledStore")
+            .field("path", &self.path)
+            .field("revision", &self.revision())
+            .field("subscribers", &self.changes.receiver_count())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The sled tree holding a kind's objects.
+fn tree_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Pod => "pods",
+        Kind::Node => "nodes",
+        Kind::PriorityClass => "priorityclasses",
+        Kind::Event => "events",
+    }
+}
+
+/// Position of a kind's tree in [`SledStore::trees`].
+fn tree_index(kind: Kind) -> usize {
+    Kind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .expect("Kind::ALL lists every kind")
+}
+
+type TxResult<T> = ConflictableTransactionResult<T, Error>;
+
+/// Wraps a store error so that it aborts the transaction.
+fn abort(e: Error) -> ConflictableTransactionError<Error> {
+    ConflictableTransactionError::Abort(e)
+}
+
+/// Applies one op inside the commit's transaction, stamping it with `revision`.
+fn apply(view: &[TransactionalTree], op: &Op, revision: u64) -> TxResult<Change> {
+    match op {
+        Op::Create(object) => {
+            let (key, stored_key, tree) = locate(view, object)?;
+            if tree.get(&stored_key)?.is_some() {
+                return Err(abort(Error::AlreadyExists { key }));
+            }
+            let mut object = object.clone();
+            stamp_new(&mut object);
+            let object = put(tree, &key, stored_key, object, revision)?;
+            Ok(change(ChangeType::Added, object, revision))
+        }
+        Op::Update {
+            object,
+            precondition,
+        } => {
+            let (key, stored_key, tree) = locate(view, object)?;
+            let Some(stored) = load(tree, &key, &stored_key)? else {
+                return Err(abort(Error::NotFound { key }));
+            };
+            check(&key, &stored, precondition)?;
+            let own = Precondition::ResourceVersion(object.meta().resource_version.clone());
+            if !object.meta().resource_version.is_empty() {
+                check(&key, &stored, &own)?;
+            }
+            let mut object = object.clone();
+            keep_identity(&mut object, &stored);
+            let object = put(tree, &key, stored_key, object, revision)?;
+            Ok(change(ChangeType::Modified, object, revision))
+        }
+        Op::Upsert(object) => {
+            let (key, stored_key, tree) = locate(view, object)?;
+            let mut object = object.clone();
+            let change_type = match load(tree, &key, &stored_key)? {
+                Some(stored) => {
+                    keep_identity(&mut object, &stored);
+                    ChangeType::Modified
+                }
+                None => {
+                    stamp_new(&mut object);
+                    ChangeType::Added
+                }
+            };
+            let object = put(tree, &key, stored_key, object, revision)?;
+            Ok(change(change_type, object, revision))
+        }
+        Op::Delete { key, precondition } => {
+            let key = normalize_key(key);
+            let stored_key = encode_key(&key).map_err(abort)?;
+            let tree = &view[tree_index(key.kind)];
+            let Some(mut stored) = load(tree, &key, &stored_key)? else {
+                return Err(abort(Error::NotFound { key }));
+            };
+            check(&key, &stored, precondition)?;
+            tree.remove(stored_key)?;
+            stored.meta_mut().resource_version = revision.to_string();
+            Ok(change(ChangeType::Deleted, stored, revision))
+        }
+    }
+}
+
+fn change(change_type: ChangeType, object: Object, revision: u64) -> Change {
+    Change {
+        change_type,
+        object,
+        revision,
+    }
+}
+
+/// The key, stored key and tree of an object to write.
+fn locate<'v>(
+    view: &'v [TransactionalTree],
+    object: &Object,
+) -> TxResult<(ObjectKey, Vec<u8>, &'v TransactionalTree)> {
+    let key = object.key();
+    let stored_key = encode_key(&key).map_err(abort)?;
+    let tree = &view[tree_index(key.kind)];
+    Ok((key, stored_key, tree))
+}
+
+fn load(tree: &TransactionalTree, key: &ObjectKey, stored_key: &[u8]) -> TxResult<Option<Object>> {
+    match tree.get(stored_key)? {
+        Some(bytes) => decode_object(key, &bytes).map(Some).map_err(abort),
+        None => Ok(None),
+    }
+}
+
+/// Refuses the write unless the precondition holds for the stored object.
+fn check(key: &ObjectKey, stored: &Object, precondition: &Precondition) -> TxResult<()> {
+    match precondition {
+        Precondition::None => Ok(()),
+        Precondition::ResourceVersion(expected) => {
+            let found = &stored.meta().resource_version;
+            if expected == found {
+                Ok(())
+            } else {
+                Err(abort(Error::Conflict {
+                    key: key.clone(),
+                    expected: expected.clone(),
+                    found: found.clone(),
+                }))
+            }
+        }
+    }
+}
+
+/// Gives a new object its server-assigned identity: a uid and a creation time, unless the
+/// caller set them.
+fn stamp_new(object: &mut Object) {
+    let meta = object.meta_mut();
+    if meta.uid.is_empty() {
+        meta.uid = uuid::Uuid::new_v4().to_string();
+    }
+    if meta.creation_timestamp.is_none() {
+        meta.creation_timestamp = Some(Time::now());
+    }
+}
+
+/// Carries the stored object's identity over to its replacement.
+fn keep_identity(object: &mut Object, stored: &Object) {
+    let meta = object.meta_mut();
+    meta.uid.clone_from(&stored.meta().uid);
+    meta.creation_timestamp = stored.meta().creation_timestamp;
+}
+
+/// Writes the object with its new resourceVersion and returns it as stored.
+///
+/// The encoded bytes are decoded again before they are written: this refuses any object the
+/// store could not read back, and the returned object is exactly what `get` will return
+/// (serialization drops ignored fields and sub-second precision of times).
+fn put(
+    tree: &TransactionalTree,
+    key: &ObjectKey,
+    stored_key: Vec<u8>,
+    mut object: Object,
+    revision: u64,
+) -> TxResult<Object> {
+    let meta = object.meta_mut();
+    meta.resource_version = revision.to_string();
+    if !key.kind.is_namespaced() {
+        // Kubernetes clears the namespace of cluster-scoped objects.
+        meta.namespace.clear();
+    }
+    let bytes = encode_object(key, &object).map_err(abort)?;
+    let stored = decode_object(key, &bytes).map_err(abort)?;
+    tree.insert(stored_key, bytes)?;
+    Ok(stored)
+}
+
+/// The key in its canonical form: no namespace for cluster-scoped kinds.
+fn normalize_key(key: &ObjectKey) -> ObjectKey {
+    ObjectKey::new(key.kind, &key.namespace, &key.name)
+}
+
+/// The tree key of an object: `namespace/name`, or `name` for cluster-scoped kinds.
+fn encode_key(key: &ObjectKey) -> Result<Vec<u8>> {
+    let invalid = |reason| Error::InvalidKey {
+        key: key.clone(),
+        reason,
+    };
+    if key.name.is_empty() {
+        return Err(invalid("the name is empty"));
+    }
+    if key.name.contains('/') {
+        return Err(invalid("the name contains '/'"));
+    }
+    if !key.kind.is_namespaced() {
+        return Ok(key.name.as_bytes().to_vec());
+    }
+    if key.namespace.is_empty() {
+        return Err(Error::MissingNamespace { key: key.clone() });
+    }
+    if key.namespace.contains('/') {
+        return Err(invalid("the namespace contains '/'"));
+    }
+    Ok(format!("{}/{}", key.namespace, key.name).into_bytes())
+}
+
+/// The object key of a stored key, for error messages.
+fn decode_key(kind: Kind, stored_key: &[u8]) -> ObjectKey {
+    let text = String::from_utf8_lossy(stored_key);
+    match text.split_once('/') {
+        Some((namespace, name)) if kind.is_namespaced() => ObjectKey::new(kind, namespace, name),
+        _ => ObjectKey::new(kind, "", &text),
+    }
+}
+
+fn encode_object(key: &ObjectKey, object: &Object) -> Result<Vec<u8>> {
+    let encoded = match object {
+        Object::Pod(o) => serde_json::to_vec(o),
+        Object::Node(o) => serde_json::to_vec(o),
+        Object::PriorityClass(o) => serde_json::to_vec(o),
+        Object::Event(o) => serde_json::to_vec(o),
+    };
+    encoded.map_err(|source| Error::Codec {
+        key: key.clone(),
+        source,
+    })
+}
+
+fn decode_object(key: &ObjectKey, bytes: &[u8]) -> Result<Object> {
+    let decoded = match key.kind {
+        Kind::Pod => serde_json::from_slice(bytes).map(Object::Pod),
+        Kind::Node => serde_json::from_slice(bytes).map(Object::Node),
+        Kind::PriorityClass => serde_json::from_slice(bytes).map(Object::PriorityClass),
+        Kind::Event => serde_json::from_slice(bytes).map(Object::Event),
+    };
+    decoded.map_err(|source| Error::Codec {
+        key: key.clone(),
+        source,
+    })
+}
+
+/// The revision counter's value; 0 when it was never written.
+fn decode_revision(value: Option<IVec>) -> Result<u64> {
+    match value {
+        None => Ok(0),
+        Some(bytes) => {
+            let array: [u8; 8] = bytes
+                .as_ref()
+                .try_into()
+                .map_err(|_| Error::CorruptRevision { len: bytes.len() })?;
+            Ok(u64::from_be_bytes(array))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_key_cases() {
+        struct Case {
+            name: &'static str,
+            key: ObjectKey,
+            want: std::result::Result<&'static str, &'static str>,
+        }
+        let cases = vec![
+            Case {
+                name: "namespaced",
+                key: ObjectKey::new(Kind::Pod, "default", "web-1"),
+                want: Ok("default/web-1"),
+            },
+            Case {
+                name: "cluster-scoped",
+                key: ObjectKey::new(Kind::Node, "", "n1"),
+                want: Ok("n1"),
+            },
+            Case {
+                name: "cluster-scoped with a stray namespace",
+                key: normalize_key(&ObjectKey {
+                    kind: Kind::Node,
+                    namespace: "default".into(),
+                    name: "n1".into(),
+                }),
+                want: Ok("n1"),
+            },
+            Case {
+                name: "namespaced without namespace",
+                key: ObjectKey::new(Kind::Pod, "", "web-1"),
+                want: Err("pod web-1 has no namespace, but Pod is a namespaced kind"),
+            },
+            Case {
+                name: "empty name",
+                key: ObjectKey::new(Kind::Event, "default", ""),
+                want: Err("invalid key event default/: the name is empty"),
+            },
+            Case {
+                name: "slash in name",
+                key: ObjectKey::new(Kind::PriorityClass, "", "a/b"),
+                want: Err("invalid key priorityclass a/b: the name contains '/'"),
+            },
+            Case {
+                name: "slash in namespace",
+                key: ObjectKey::new(Kind::Pod, "a/b", "c"),
+                want: Err("invalid key pod a/b/c: the namespace contains '/'"),
+            },
+        ];
+        for case in cases {
+            let got = encode_key(&case.key)
+                .map(|k| String::from_utf8(k).expect("keys are UTF-8"))
+                .map_err(|e| e.to_string());
+            let want = case.want.map(str::to_string).map_err(str::to_string);
+            assert_eq!(got, want, "case {}", case.name);
+        }
+    }
+
+    #[test]
+    fn decode_key_inverts_encode_key() {
+        for key in [
+            ObjectKey::new(Kind::Pod, "default", "web-1"),
+            ObjectKey::new(Kind::Node, "", "n1"),
+        ] {
+            let stored = encode_key(&key).expect("valid key");
+            assert_eq!(decode_key(key.kind, &stored), key, "key {key}");
+        }
+    }
+
+    #[test]
+    fn decode_revision_cases() {
+        assert_eq!(decode_revision(None).expect("absent is 0"), 0);
+        let seven = IVec::from(&7u64.to_be_bytes());
+        assert_eq!(decode_revision(Some(seven)).expect("8 bytes"), 7);
+        let short = IVec::from(&[1u8, 2, 3][..]);
+        let err = decode_revision(Some(short)).expect_err("3 bytes is corrupt");
+        assert!(matches!(err, Error::CorruptRevision { len: 3 }), "{err}");
+    }
+}
