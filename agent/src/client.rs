@@ -1,0 +1,476 @@
+//! The gRPC edge to the scheduler: registration, the long-lived session stream (heartbeats
+//! and pod status up, pods to start and stop down), and reconnecting with back-off. The only
+//! module that touches `pb` types; everything behind it works on the object model.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use berth_proto::model::{self, PodPhase, PodStatus, Time};
+use berth_proto::pb;
+use berth_proto::pb::agent_client::AgentClient;
+use berth_proto::pb::agent_message::Msg as Up;
+use berth_proto::pb::scheduler_message::Msg as Down;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Channel, Endpoint};
+use tracing::{debug, info, instrument, warn};
+
+use crate::error::{error_chain, Error, Result};
+use crate::node::{ready_condition, NodeConfig};
+use crate::runtime::Runtime;
+
+/// Pod status reason for a pod stopped to make room for a higher-priority one.
+pub const REASON_PREEMPTED: &str = "Preempted";
+/// Pod status reason for a pod evicted from its node.
+pub const REASON_EVICTED: &str = "Evicted";
+/// Pod status reason for a pod the agent could not admit (kubelet's reason for the same).
+pub const REASON_ADMISSION_ERROR: &str = "UnexpectedAdmissionError";
+/// Pod status reason for a pod the runtime could not start.
+pub const REASON_START_ERROR: &str = "StartError";
+
+/// First delay before reconnecting.
+const BACKOFF_INITIAL: Duration = Duration::from_millis(500);
+/// Longest delay between reconnects.
+const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// How long to wait for a TCP connection to the scheduler.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// HTTP/2 pings find a dead connection even when nothing is being sent.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a ping may go unanswered before the connection counts as dead.
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// Messages queued for the scheduler before sending waits for the stream to drain.
+const OUTBOX_CAPACITY: usize = 256;
+
+/// Turns a `--server` value into a URI: `host:port` gets an `http://` scheme.
+pub fn server_uri(addr: &str) -> String {
+    if addr.contains("://") {
+        addr.to_string()
+    } else {
+        format!("http://{addr}")
+    }
+}
+
+/// The endpoint for a `--server` value, with the agent's connection settings.
+pub fn endpoint(addr: &str) -> Result<Endpoint> {
+    let endpoint =
+        Endpoint::from_shared(server_uri(addr)).map_err(|source| Error::InvalidServerAddress {
+            addr: addr.to_string(),
+            source,
+        })?;
+    Ok(endpoint
+        .connect_timeout(CONNECT_TIMEOUT)
+        .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+        .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+        .keep_alive_while_idle(true))
+}
+
+/// Exponential back-off between reconnects: doubles from an initial delay up to a maximum.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    initial: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    /// A back-off starting at `initial` and capped at `max`.
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        Backoff {
+            initial,
+            max,
+            next: initial,
+        }
+    }
+
+    /// The delay to wait now; the one after it is twice as long, up to the maximum.
+    pub fn next_delay(&mut self) -> Duration {
+        let delay = self.next;
+        self.next = (self.next * 2).min(self.max);
+        delay
+    }
+
+    /// Starts over from the initial delay, after a healthy session.
+    pub fn reset(&mut self) {
+        self.next = self.initial;
+    }
+}
+
+/// Why a session ended without an error.
+enum SessionEnd {
+    /// The agent is shutting down.
+    Shutdown,
+    /// The scheduler closed the stream.
+    ClosedByServer,
+}
+
+/// An open session: the queue of messages to the scheduler and the stream of its messages.
+struct Session {
+    outbox: mpsc::Sender<pb::AgentMessage>,
+    inbound: tonic::Streaming<pb::SchedulerMessage>,
+    heartbeat_interval: Duration,
+}
+
+impl Session {
+    async fn send(&self, msg: Up) -> Result<()> {
+        self.outbox
+            .send(pb::AgentMessage { msg: Some(msg) })
+            .await
+            .map_err(|_| Error::StreamClosed)
+    }
+}
+
+/// The agent's connection to the scheduler: registers the node, keeps a session open, and
+/// hands the pods it receives to the runtime.
+pub struct Agent {
+    node: NodeConfig,
+    server: String,
+    endpoint: Endpoint,
+    runtime: Arc<dyn Runtime>,
+    heartbeat_interval: Duration,
+    /// When the agent started reporting Ready, for the condition's `lastTransitionTime`.
+    ready_since: Time,
+}
+
+impl Agent {
+    /// An agent for `node`, talking to `endpoint` (whose address `server` is for logs),
+    /// running pods with `runtime` and heartbeating every `heartbeat_interval`.
+    pub fn new(
+        node: NodeConfig,
+        server: String,
+        endpoint: Endpoint,
+        runtime: Arc<dyn Runtime>,
+        heartbeat_interval: Duration,
+    ) -> Self {
+        Agent {
+            node,
+            server,
+            endpoint,
+            runtime,
+            heartbeat_interval,
+            ready_since: Time::now(),
+        }
+    }
+
+    /// Registers and serves sessions until `shutdown` fires, reconnecting with back-off
+    /// whenever registration or the stream fails or ends. Pods keep running across
+    /// reconnects; each new session starts with a Hello that lists them.
+    #[instrument(skip_all, fields(node = %self.node.name, server = %self.server))]
+    pub async fn run(&self, shutdown: &CancellationToken) -> Result<()> {
+        let mut backoff = Backoff::new(BACKOFF_INITIAL, BACKOFF_MAX);
+        loop {
+            let opened = tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                opened = self.open() => opened,
+            };
+            match opened {
+                Err(e) => warn!(error = %error_chain(&e), "cannot reach the scheduler; retrying"),
+                Ok(session) => {
+                    let started = Instant::now();
+                    let healthy_after = session.heartbeat_interval;
+                    match self.serve(session, shutdown).await {
+                        Ok(SessionEnd::Shutdown) => return Ok(()),
+                        Ok(SessionEnd::ClosedByServer) => {
+                            warn!("session closed by the scheduler; reconnecting");
+                        }
+                        Err(e) => warn!(error = %error_chain(&e), "session ended; reconnecting"),
+                    }
+                    // A session that lasted a heartbeat was healthy: a failure after it is
+                    // a new incident, not a continuation of the last one.
+                    if started.elapsed() >= healthy_after {
+                        backoff.reset();
+                    }
+                }
+            }
+            let delay = backoff.next_delay();
+            debug!(delay = ?delay, "waiting before reconnecting");
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    /// Connects, registers the node and opens the session stream, which starts with Hello.
+    async fn open(&self) -> Result<Session> {
+        let channel: Channel = self
+            .endpoint
+            .connect()
+            .await
+            .map_err(|source| Error::Connect {
+                server: self.server.clone(),
+                source,
+            })?;
+        let mut client = AgentClient::new(channel);
+        let node = self.node.to_node(Time::now(), self.ready_since);
+        let response = client
+            .register(pb::RegisterRequest {
+                node: Some(pb::Node::from(&node)),
+            })
+            .await
+            .map_err(|source| Error::Register {
+                node: self.node.name.clone(),
+                source,
+            })?
+            .into_inner();
+        let heartbeat_interval = self.effective_interval(response.heartbeat_interval_seconds);
+        info!(heartbeat_interval = ?heartbeat_interval, "node registered");
+
+        // Hello goes in the queue before the stream opens, so that it is the first message
+        // the scheduler reads.
+        let (outbox, queue) = mpsc::channel(OUTBOX_CAPACITY);
+        let running = self.runtime.running();
+        outbox
+            .send(pb::AgentMessage {
+                msg: Some(Up::Hello(pb::Hello {
+                    node_name: self.node.name.clone(),
+                    running_pod_uids: running.clone(),
+                })),
+            })
+            .await
+            .expect("the queue is empty and its receiver is held here");
+        let inbound = client
+            .session(ReceiverStream::new(queue))
+            .await
+            .map_err(|source| Error::OpenSession {
+                node: self.node.name.clone(),
+                source,
+            })?
+            .into_inner();
+        info!(running = running.len(), "session open");
+        Ok(Session {
+            outbox,
+            inbound,
+            heartbeat_interval,
+        })
+    }
+
+    /// The heartbeat interval: ours, unless the scheduler expects them more often.
+    fn effective_interval(&self, expected_seconds: u32) -> Duration {
+        let expected = Duration::from_secs(u64::from(expected_seconds));
+        if expected_seconds > 0 && expected < self.heartbeat_interval {
+            info!(
+                flag = ?self.heartbeat_interval,
+                scheduler = ?expected,
+                "the scheduler expects heartbeats more often than --heartbeat-interval; following it"
+            );
+            expected
+        } else {
+            self.heartbeat_interval
+        }
+    }
+
+    /// Runs one session: re-reports the pods that run (their status may have been lost with
+    /// the last stream), then heartbeats and handles the scheduler's messages until the
+    /// stream ends or the agent shuts down.
+    async fn serve(
+        &self,
+        mut session: Session,
+        shutdown: &CancellationToken,
+    ) -> Result<SessionEnd> {
+        for uid in self.runtime.running() {
+            if let Some(report) = self.runtime.report(&uid) {
+                session
+                    .send(pod_status(
+                        report.namespace,
+                        report.name,
+                        report.uid,
+                        &report.status,
+                    ))
+                    .await?;
+            }
+        }
+        let mut ticker = tokio::time::interval(session.heartbeat_interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                // Dropping the session closes both halves of the stream.
+                _ = shutdown.cancelled() => {
+                    info!("shutting down; closing the session");
+                    return Ok(SessionEnd::Shutdown);
+                }
+                _ = ticker.tick() => session.send(self.heartbeat()).await?,
+                received = session.inbound.message() => match received {
+                    Ok(Some(msg)) => self.handle(&session, msg).await?,
+                    Ok(None) => return Ok(SessionEnd::ClosedByServer),
+                    Err(source) => return Err(Error::Session { source }),
+                },
+            }
+        }
+    }
+
+    fn heartbeat(&self) -> Up {
+        let ready = ready_condition(Time::now(), self.ready_since);
+        Up::Heartbeat(pb::Heartbeat {
+            node_name: self.node.name.clone(),
+            conditions: vec![pb::NodeCondition::from(&ready)],
+        })
+    }
+
+    async fn handle(&self, session: &Session, msg: pb::SchedulerMessage) -> Result<()> {
+        match msg.msg {
+            Some(Down::StartPod(start)) => self.start_pod(session, start).await,
+            Some(Down::StopPod(stop)) => self.stop_pod(session, stop).await,
+            None => {
+                warn!("empty message from the scheduler; ignoring it");
+                Ok(())
+            }
+        }
+    }
+
+    /// Starts a pod (or re-reports one that already runs) and reports its status.
+    #[instrument(skip_all, fields(pod))]
+    async fn start_pod(&self, session: &Session, start: pb::StartPod) -> Result<()> {
+        let Some(msg) = start.pod else {
+            warn!("StartPod without a pod; ignoring it");
+            return Ok(());
+        };
+        let meta = msg.metadata.clone().unwrap_or_default();
+        tracing::Span::current().record(
+            "pod",
+            tracing::field::display(format_args!("{}/{}", meta.namespace, meta.name)),
+        );
+        if meta.uid.is_empty() {
+            warn!("StartPod for a pod without a uid; ignoring it");
+            return Ok(());
+        }
+        let status = match model::Pod::try_from(msg) {
+            Err(source) => {
+                let e = Error::InvalidPod {
+                    namespace: meta.namespace.clone(),
+                    name: meta.name.clone(),
+                    source,
+                };
+                warn!(error = %error_chain(&e), "refusing pod");
+                failed_status(REASON_ADMISSION_ERROR, &error_chain(&e))
+            }
+            Ok(pod) => match self.runtime.start(&pod).await {
+                Ok(status) => {
+                    info!(uid = %meta.uid, runtime = self.runtime.name(), "pod running");
+                    status
+                }
+                Err(e) => {
+                    warn!(error = %error_chain(&e), "pod failed to start");
+                    failed_status(REASON_START_ERROR, &error_chain(&e))
+                }
+            },
+        };
+        session
+            .send(pod_status(meta.namespace, meta.name, meta.uid, &status))
+            .await
+    }
+
+    /// Stops a pod. A preempted or evicted pod gets a final Failed status saying why;
+    /// a deleted one just goes, as the scheduler removes it.
+    #[instrument(skip_all, fields(pod = %format_args!("{}/{}", stop.namespace, stop.name), reason = %stop.reason))]
+    async fn stop_pod(&self, session: &Session, stop: pb::StopPod) -> Result<()> {
+        let grace = Duration::from_secs(u64::try_from(stop.grace_period_seconds).unwrap_or(0));
+        let final_status = self.runtime.stop(&stop.uid, grace).await?;
+        info!(uid = %stop.uid, was_running = final_status.is_some(), "pod stopped");
+        let message = match stop.reason.as_str() {
+            REASON_PREEMPTED => "Preempted to make room for a higher-priority pod",
+            REASON_EVICTED => "Evicted from the node",
+            _ => return Ok(()),
+        };
+        let mut status = final_status.unwrap_or_default();
+        status.phase = PodPhase::Failed;
+        status.reason = stop.reason.clone();
+        status.message = message.to_string();
+        session
+            .send(pod_status(stop.namespace, stop.name, stop.uid, &status))
+            .await
+    }
+}
+
+/// A status of phase Failed with a reason and message.
+fn failed_status(reason: &str, message: &str) -> PodStatus {
+    PodStatus {
+        phase: PodPhase::Failed,
+        reason: reason.to_string(),
+        message: message.to_string(),
+        ..PodStatus::default()
+    }
+}
+
+fn pod_status(namespace: String, name: String, uid: String, status: &PodStatus) -> Up {
+    Up::PodStatus(pb::PodStatusUpdate {
+        namespace,
+        name,
+        uid,
+        status: Some(pb::PodStatus::from(status)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap_and_resets() {
+        struct Case {
+            name: &'static str,
+            delays_before_reset: usize,
+            want: Vec<u64>,
+        }
+        let cases = [
+            Case {
+                name: "doubling to the cap",
+                delays_before_reset: 0,
+                want: vec![500, 1000, 2000, 4000, 8000, 10_000, 10_000],
+            },
+            Case {
+                name: "reset starts over",
+                delays_before_reset: 4,
+                want: vec![500, 1000, 2000],
+            },
+        ];
+        for case in cases {
+            let mut backoff = Backoff::new(BACKOFF_INITIAL, BACKOFF_MAX);
+            for _ in 0..case.delays_before_reset {
+                backoff.next_delay();
+            }
+            if case.delays_before_reset > 0 {
+                backoff.reset();
+            }
+            let got: Vec<u64> = (0..case.want.len())
+                .map(|_| backoff.next_delay().as_millis() as u64)
+                .collect();
+            assert_eq!(got, case.want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn server_addresses() {
+        struct Case {
+            name: &'static str,
+            addr: &'static str,
+            want: Option<&'static str>,
+        }
+        let cases = [
+            Case {
+                name: "host:port gets a scheme",
+                addr: "127.0.0.1:7070",
+                want: Some("http://127.0.0.1:7070/"),
+            },
+            Case {
+                name: "name:port",
+                addr: "scheduler.lan:7070",
+                want: Some("http://scheduler.lan:7070/"),
+            },
+            Case {
+                name: "scheme kept",
+                addr: "https://s:443",
+                want: Some("https://s:443/"),
+            },
+            Case {
+                name: "not an address",
+                addr: "not an address",
+                want: None,
+            },
+        ];
+        for case in cases {
+            let got = endpoint(case.addr).ok().map(|e| e.uri().to_string());
+            assert_eq!(got.as_deref(), case.want, "{}", case.name);
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! Runtimes run the pods bound to this node. The session loop in [`crate::client`] drives a
+//! runtime through the [`Runtime`] trait; the runtime keeps what runs, so pods survive a
+//! reconnect to the scheduler.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use berth_proto::model::{Pod, PodStatus};
+
+use crate::error::Result;
+
+pub mod sim;
+
+pub use sim::SimRuntime;
+
+/// A boxed, sendable future: what [`Runtime`]'s async methods return, so that the trait can
+/// be used as `dyn Runtime`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The status of one pod, as the runtime last reported it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodReport {
+    /// Namespace of the pod.
+    pub namespace: String,
+    /// Name of the pod.
+    pub name: String,
+    /// uid of the pod.
+    pub uid: String,
+    /// Its status.
+    pub status: PodStatus,
+}
+
+/// Something that runs pods: simulated ones ([`SimRuntime`]) or real processes.
+///
+/// Pods are keyed by uid. Every method is idempotent, since the scheduler may resend a
+/// `StartPod` or a `StopPod` after a reconnect.
+pub trait Runtime: Send + Sync {
+    /// Short name for logs (`sim`).
+    fn name(&self) -> &'static str;
+
+    /// Starts `pod` and returns its status. A pod that already runs is left as it is and its
+    /// current status is returned.
+    fn start<'a>(&'a self, pod: &'a Pod) -> BoxFuture<'a, Result<PodStatus>>;
+
+    /// Stops the pod with this uid, giving its containers up to `grace` to exit, and forgets
+    /// it. Returns its final status (containers terminated), or `None` if it did not run here.
+    fn stop<'a>(
+        &'a self,
+        uid: &'a str,
+        grace: Duration,
+    ) -> BoxFuture<'a, Result<Option<PodStatus>>>;
+
+    /// uids of the pods that run now, sorted.
+    fn running(&self) -> Vec<String>;
+
+    /// The current status of a running pod.
+    fn report(&self, uid: &str) -> Option<PodReport>;
+}
+
+/// Compile-time check that [`Runtime`] can be shared across tasks as a trait object.
+const _: fn() = || {
+    fn assert_send_sync<T: Send + Sync + ?Sized>() {}
+    assert_send_sync::<dyn Runtime>();
+};
