@@ -265,14 +265,18 @@ pub struct Diagnosis {
 
 impl Diagnosis {
     /// kube's aggregated message: `0/3 nodes are available: 1 node(s) had untolerated taint
-    /// {dedicated: gpu}, 2 Insufficient cpu.` — counts per reason, sorted as strings.
+    /// {dedicated: gpu}, 2 Insufficient cpu.` — counts per reason, sorted as strings. When
+    /// PreFilter rejected the pod outright, its reason stands alone, without a count
+    /// (`0/3 nodes are available: pod affinity terms conflict.`), as in kube's FitError.
     pub fn message(&self) -> String {
-        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
         if let Some(r) = &self.pre_filter_rejection {
-            for reason in &r.reasons {
-                *counts.entry(reason.as_ref()).or_default() += self.num_all_nodes;
-            }
+            return format!(
+                "0/{} nodes are available: {}.",
+                self.num_all_nodes,
+                r.reasons.join(", ")
+            );
         }
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
         for r in self.node_rejections.values() {
             for reason in &r.reasons {
                 *counts.entry(reason.as_ref()).or_default() += 1;

@@ -1,5 +1,27 @@
 //! kube-scheduler's default plugins, one module each, and the registry that builds them by
 //! name with their arguments (from a profile's `pluginConfig`).
+//!
+//! # Layout
+//!
+//! - [`node_unschedulable`], [`node_name`], [`taint_toleration`], [`node_affinity`],
+//!   [`node_resources_fit`], [`balanced_allocation`]: the node-level plugins, each with its
+//!   `NAME`, typed `Args` where kube has them, reason strings and table tests.
+//! - [`inter_pod_affinity`], [`pod_topology_spread`]: the plugins that look at other pods.
+//! - `testing` (tests only): `PodBuilder`, `NodeBuilder` and snapshot fixtures.
+//! - [`DEFAULT_PLUGINS`] and [`build`]: the registry, in kube's default-profile order.
+//! - [`default_normalize_score`]: kube's shared score normalization.
+
+pub mod balanced_allocation;
+pub mod inter_pod_affinity;
+pub mod node_affinity;
+pub mod node_name;
+pub mod node_resources_fit;
+pub mod node_unschedulable;
+pub mod pod_topology_spread;
+pub mod taint_toleration;
+
+#[cfg(test)]
+pub(crate) mod testing;
 
 use std::sync::Arc;
 
@@ -41,13 +63,370 @@ pub enum RegistryError {
     },
 }
 
-/// kube-scheduler's default plugins in the order they run, with their default score weights
-/// (0 for plugins that do not score).
-pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[];
+/// One invalid field of a plugin's args, found after parsing (kube's `field.Invalid`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct InvalidArgs {
+    /// Path of the field, as written in the configuration (`scoringStrategy.resources[0].weight`).
+    pub field: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
 
-/// Builds a plugin by name; `args` is its `pluginConfig` entry's `args`, if any.
-pub fn build(name: &str, _args: Option<&serde_yaml_ng::Value>) -> Result<PluginSet, RegistryError> {
-    Err(RegistryError::UnknownPlugin {
-        name: name.to_string(),
+impl InvalidArgs {
+    /// An error about `field`.
+    pub fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
+        InvalidArgs {
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// kube-scheduler's default plugins in the order they run, with their default score weights
+/// (0 for plugins that do not score). Only plugins that [`build`] can construct are listed;
+/// the queue-level (PrioritySort, SchedulingGates), port, volume, image and binder plugins
+/// of kube's list have no counterpart in Berth.
+pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
+    (node_unschedulable::NAME, 0),
+    (node_name::NAME, 0),
+    (taint_toleration::NAME, 3),
+    (node_affinity::NAME, 2),
+    (node_resources_fit::NAME, 1),
+    // kube's order: PodTopologySpread 2, InterPodAffinity 2, then DefaultPreemption.
+    (pod_topology_spread::NAME, 2),
+    (inter_pod_affinity::NAME, 2),
+    (balanced_allocation::NAME, 1),
+];
+
+/// Builds a plugin by name; `args` is its `pluginConfig` entry's `args`, if any. The args'
+/// optional `apiVersion` and `kind` are accepted (kind must then be `<Name>Args`); plugins
+/// that take no args ignore them, as kube-scheduler does.
+pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSet, RegistryError> {
+    match name {
+        node_unschedulable::NAME => {
+            ignore_args(node_unschedulable::NAME, args);
+            let p = Arc::new(node_unschedulable::NodeUnschedulable);
+            Ok(PluginSet {
+                name: node_unschedulable::NAME,
+                filter: Some(p),
+                ..PluginSet::default()
+            })
+        }
+        node_name::NAME => {
+            ignore_args(node_name::NAME, args);
+            let p = Arc::new(node_name::NodeName);
+            Ok(PluginSet {
+                name: node_name::NAME,
+                filter: Some(p),
+                ..PluginSet::default()
+            })
+        }
+        taint_toleration::NAME => {
+            ignore_args(taint_toleration::NAME, args);
+            let p = Arc::new(taint_toleration::TaintToleration);
+            Ok(PluginSet {
+                name: taint_toleration::NAME,
+                filter: Some(p.clone()),
+                pre_score: Some(p.clone()),
+                score: Some(p),
+                ..PluginSet::default()
+            })
+        }
+        node_affinity::NAME => {
+            let parsed: node_affinity::Args = parse_args(node_affinity::NAME, args)?;
+            let p = Arc::new(
+                node_affinity::NodeAffinityPlugin::try_new(parsed)
+                    .map_err(|e| invalid(node_affinity::NAME, e))?,
+            );
+            Ok(PluginSet {
+                name: node_affinity::NAME,
+                pre_filter: Some(p.clone()),
+                filter: Some(p.clone()),
+                pre_score: Some(p.clone()),
+                score: Some(p),
+                ..PluginSet::default()
+            })
+        }
+        node_resources_fit::NAME => {
+            let parsed: node_resources_fit::Args = parse_args(node_resources_fit::NAME, args)?;
+            let p = Arc::new(
+                node_resources_fit::NodeResourcesFit::try_new(parsed)
+                    .map_err(|e| invalid(node_resources_fit::NAME, e))?,
+            );
+            Ok(PluginSet {
+                name: node_resources_fit::NAME,
+                pre_filter: Some(p.clone()),
+                filter: Some(p.clone()),
+                pre_score: Some(p.clone()),
+                score: Some(p),
+                ..PluginSet::default()
+            })
+        }
+        inter_pod_affinity::NAME => {
+            let parsed: inter_pod_affinity::Args = parse_args(inter_pod_affinity::NAME, args)?;
+            let p = Arc::new(
+                inter_pod_affinity::InterPodAffinity::try_new(parsed)
+                    .map_err(|e| invalid(inter_pod_affinity::NAME, e))?,
+            );
+            Ok(PluginSet {
+                name: inter_pod_affinity::NAME,
+                pre_filter: Some(p.clone()),
+                filter: Some(p.clone()),
+                pre_score: Some(p.clone()),
+                score: Some(p),
+                ..PluginSet::default()
+            })
+        }
+        pod_topology_spread::NAME => {
+            let parsed: pod_topology_spread::Args = parse_args(pod_topology_spread::NAME, args)?;
+            let p = Arc::new(
+                pod_topology_spread::PodTopologySpread::try_new(parsed)
+                    .map_err(|e| invalid(pod_topology_spread::NAME, e))?,
+            );
+            Ok(PluginSet {
+                name: pod_topology_spread::NAME,
+                pre_filter: Some(p.clone()),
+                filter: Some(p.clone()),
+                pre_score: Some(p.clone()),
+                score: Some(p),
+                ..PluginSet::default()
+            })
+        }
+        balanced_allocation::NAME => {
+            let parsed: balanced_allocation::Args = parse_args(balanced_allocation::NAME, args)?;
+            let p = Arc::new(
+                balanced_allocation::BalancedAllocation::try_new(parsed)
+                    .map_err(|e| invalid(balanced_allocation::NAME, e))?,
+            );
+            Ok(PluginSet {
+                name: balanced_allocation::NAME,
+                pre_score: Some(p.clone()),
+                score: Some(p),
+                ..PluginSet::default()
+            })
+        }
+        _ => Err(RegistryError::UnknownPlugin {
+            name: name.to_string(),
+        }),
+    }
+}
+
+fn invalid(plugin: &'static str, e: InvalidArgs) -> RegistryError {
+    RegistryError::InvalidArgs {
+        plugin,
+        message: e.to_string(),
+    }
+}
+
+/// Plugins without args accept and ignore whatever is configured for them (kube-scheduler
+/// only decodes args for plugins that register an args type).
+fn ignore_args(plugin: &'static str, args: Option<&serde_yaml_ng::Value>) {
+    if args.is_some_and(|a| !a.is_null()) {
+        tracing::debug!(
+            plugin,
+            "plugin takes no args; ignoring its pluginConfig args"
+        );
+    }
+}
+
+/// Parses a plugin's args: absent or null means the defaults. `apiVersion` and `kind` are
+/// accepted as kube's typed args carry them; any other unknown field is an error.
+pub(crate) fn parse_args<T>(
+    plugin: &'static str,
+    args: Option<&serde_yaml_ng::Value>,
+) -> Result<T, RegistryError>
+where
+    T: serde::de::DeserializeOwned + Default,
+{
+    let Some(value) = args.filter(|a| !a.is_null()) else {
+        return Ok(T::default());
+    };
+    let mut value = value.clone();
+    if let serde_yaml_ng::Value::Mapping(map) = &mut value {
+        map.remove("apiVersion");
+        if let Some(kind) = map.remove("kind") {
+            let want = format!("{plugin}Args");
+            if kind.as_str() != Some(want.as_str()) {
+                return Err(RegistryError::InvalidArgs {
+                    plugin,
+                    message: format!("kind: expected {want:?}, got {kind:?}"),
+                });
+            }
+        }
+    }
+    serde_yaml_ng::from_value(value).map_err(|e| RegistryError::InvalidArgs {
+        plugin,
+        message: e.to_string(),
     })
+}
+
+/// kube's `helper.DefaultNormalizeScore`: scales raw scores in `0..=max(scores)` to
+/// `0..=max_priority` with integer arithmetic; with `reverse`, a lower raw score is better
+/// (`max_priority - scaled`). When every score is 0, they stay 0, or all become
+/// `max_priority` when reversed.
+pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [i64]) {
+    let max = scores.iter().copied().max().unwrap_or(0).max(0);
+    if max == 0 {
+        if reverse {
+            scores.iter_mut().for_each(|s| *s = max_priority);
+        }
+        return;
+    }
+    for s in scores.iter_mut() {
+        let scaled = max_priority * *s / max;
+        *s = if reverse {
+            max_priority - scaled
+        } else {
+            scaled
+        };
+    }
+}
+
+/// Compile-time check that each plugin can sit behind `Arc<dyn Trait>` and cross threads.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<node_unschedulable::NodeUnschedulable>();
+    assert_send_sync::<node_name::NodeName>();
+    assert_send_sync::<taint_toleration::TaintToleration>();
+    assert_send_sync::<node_affinity::NodeAffinityPlugin>();
+    assert_send_sync::<node_resources_fit::NodeResourcesFit>();
+    assert_send_sync::<balanced_allocation::BalancedAllocation>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_normalize_score_matches_kube() {
+        struct Case {
+            name: &'static str,
+            reverse: bool,
+            scores: Vec<i64>,
+            want: Vec<i64>,
+        }
+        let cases = vec![
+            Case {
+                name: "scaled to the maximum",
+                reverse: false,
+                scores: vec![10, 5, 0],
+                want: vec![100, 50, 0],
+            },
+            Case {
+                name: "integer division truncates",
+                reverse: false,
+                scores: vec![3, 1, 2],
+                want: vec![100, 33, 66],
+            },
+            Case {
+                name: "reversed: fewer is better",
+                reverse: true,
+                scores: vec![2, 1, 0],
+                want: vec![0, 50, 100],
+            },
+            Case {
+                name: "all zero stays zero",
+                reverse: false,
+                scores: vec![0, 0],
+                want: vec![0, 0],
+            },
+            Case {
+                name: "all zero reversed becomes max",
+                reverse: true,
+                scores: vec![0, 0],
+                want: vec![100, 100],
+            },
+            Case {
+                name: "empty list",
+                reverse: true,
+                scores: vec![],
+                want: vec![],
+            },
+        ];
+        for mut case in cases {
+            default_normalize_score(100, case.reverse, &mut case.scores);
+            assert_eq!(case.scores, case.want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn registry_builds_every_default_plugin() {
+        for (name, weight) in DEFAULT_PLUGINS {
+            let set = build(name, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(set.name, *name);
+            assert_eq!(
+                set.score.is_some(),
+                *weight > 0,
+                "{name}: scoring plugins have a weight, others none"
+            );
+        }
+    }
+
+    #[test]
+    fn registry_rejects_unknown_names_and_bad_args() {
+        struct Case {
+            name: &'static str,
+            plugin: &'static str,
+            args: &'static str,
+            want_err: Option<&'static str>,
+        }
+        let cases = [
+            Case {
+                name: "unknown plugin",
+                plugin: "NoSuchPlugin",
+                args: "",
+                want_err: Some("unknown plugin \"NoSuchPlugin\""),
+            },
+            Case {
+                name: "unknown field is an error",
+                plugin: node_resources_fit::NAME,
+                args: "scoringStrategee: {}",
+                want_err: Some("unknown field `scoringStrategee`"),
+            },
+            Case {
+                name: "apiVersion and kind are accepted",
+                plugin: node_resources_fit::NAME,
+                args: "apiVersion: kubescheduler.config.k8s.io/v1\nkind: NodeResourcesFitArgs\n",
+                want_err: None,
+            },
+            Case {
+                name: "wrong kind",
+                plugin: node_resources_fit::NAME,
+                args: "kind: NodeAffinityArgs\n",
+                want_err: Some("expected \"NodeResourcesFitArgs\""),
+            },
+            Case {
+                name: "invalid weight after parsing",
+                plugin: node_resources_fit::NAME,
+                args:
+                    "scoringStrategy: {type: MostAllocated, resources: [{name: cpu, weight: 101}]}",
+                want_err: Some("scoringStrategy.resources[0].weight"),
+            },
+            Case {
+                name: "args of a plugin without args are ignored",
+                plugin: node_name::NAME,
+                args: "whatever: 1",
+                want_err: None,
+            },
+        ];
+        for case in cases {
+            let value: Option<serde_yaml_ng::Value> = if case.args.is_empty() {
+                None
+            } else {
+                Some(serde_yaml_ng::from_str(case.args).expect("test yaml parses"))
+            };
+            let got = build(case.plugin, value.as_ref());
+            match (got, case.want_err) {
+                (Ok(_), None) => {}
+                (Err(e), Some(want)) => assert!(
+                    e.to_string().contains(want),
+                    "{}: error {e:?} should contain {want:?}",
+                    case.name
+                ),
+                (Ok(_), Some(want)) => panic!("{}: built, want error {want:?}", case.name),
+                (Err(e), None) => panic!("{}: unexpected error {e}", case.name),
+            }
+        }
+    }
 }

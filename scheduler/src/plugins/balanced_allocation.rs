@@ -1,0 +1,324 @@
+//! NodeResourcesBalancedAllocation: prefers nodes whose resources would be used in even
+//! proportions after placing the pod (score = (1 - standard deviation of the requested
+//! fractions) * 100), so no resource runs out while others sit idle.
+
+use serde::{Deserialize, Serialize};
+
+use super::node_resources_fit::{default_resources, ResourceAllocation, ResourceSpec};
+use super::InvalidArgs;
+use crate::framework::{
+    CycleState, NodeInfo, Plugin, PluginError, PodInfo, PreScore, Score, Snapshot, MAX_NODE_SCORE,
+};
+
+/// kube-scheduler's name for the plugin.
+pub const NAME: &str = "NodeResourcesBalancedAllocation";
+
+/// `NodeResourcesBalancedAllocationArgs`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Args {
+    /// Resources to balance; empty means cpu and memory. Weights must be 1 (or absent).
+    #[serde(default)]
+    pub resources: Vec<ResourceSpec>,
+}
+
+/// The plugin, built from validated [`Args`].
+#[derive(Clone, Debug)]
+pub struct BalancedAllocation {
+    allocation: ResourceAllocation,
+}
+
+impl BalancedAllocation {
+    /// Applies kube's defaults (cpu and memory; weight 1) and validates: no resource twice,
+    /// every weight 1.
+    pub fn try_new(args: Args) -> Result<Self, InvalidArgs> {
+        let mut resources = if args.resources.is_empty() {
+            default_resources()
+        } else {
+            args.resources
+        };
+        for r in &mut resources {
+            if r.weight == 0 {
+                r.weight = 1;
+            }
+        }
+        for (i, r) in resources.iter().enumerate() {
+            if resources[..i].iter().any(|prev| prev.name == r.name) {
+                return Err(InvalidArgs::new(
+                    format!("resources[{i}].name"),
+                    format!("duplicate value {:?}", r.name),
+                ));
+            }
+            if r.weight != 1 {
+                return Err(InvalidArgs::new(
+                    format!("resources[{i}].weight"),
+                    format!("invalid value {}: must be 1", r.weight),
+                ));
+            }
+        }
+        Ok(BalancedAllocation {
+            // Balance is judged on what pods actually request, not on the non-zero defaults.
+            allocation: ResourceAllocation {
+                resources,
+                use_requested: true,
+            },
+        })
+    }
+}
+
+/// kube's balanced score from per-resource requested and allocatable amounts (resources
+/// with allocatable 0 are left out): fractions capped at 1, their population standard
+/// deviation (`|f1 - f2| / 2` for two), and `(1 - std) * 100` truncated.
+pub fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
+    let fractions: Vec<f64> = requested
+        .iter()
+        .zip(allocatable)
+        .filter(|(_, &alloc)| alloc != 0)
+        .map(|(&req, &alloc)| (req as f64 / alloc as f64).min(1.0))
+        .collect();
+    let std = match fractions.len() {
+        0 | 1 => 0.0,
+        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
+        n => {
+            let mean = fractions.iter().sum::<f64>() / n as f64;
+            let variance = fractions
+                .iter()
+                .map(|f| (f - mean) * (f - mean))
+                .sum::<f64>()
+                / n as f64;
+            variance.sqrt()
+        }
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// The pod's requests of the balanced resources; `None` for a pod requesting none of them,
+/// which kube does not score (so best-effort pods do not pile onto one node).
+struct PreScoreState {
+    pod_requests: Option<Vec<i64>>,
+}
+
+impl PreScoreState {
+    fn new(allocation: &ResourceAllocation, pod: &PodInfo) -> Self {
+        let requests = allocation.pod_requests(pod);
+        let best_effort = requests.iter().all(|&r| r == 0);
+        PreScoreState {
+            pod_requests: (!best_effort).then_some(requests),
+        }
+    }
+}
+
+impl Plugin for BalancedAllocation {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}
+
+impl PreScore for BalancedAllocation {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _snapshot: &Snapshot,
+        _feasible: &[&NodeInfo],
+    ) -> Result<(), PluginError> {
+        state.insert(PreScoreState::new(&self.allocation, pod));
+        Ok(())
+    }
+}
+
+impl Score for BalancedAllocation {
+    /// 0 on every node for a pod that requests none of the resources (kube skips the plugin).
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        let computed;
+        let s = match state.get::<PreScoreState>() {
+            Some(s) => s,
+            None => {
+                computed = PreScoreState::new(&self.allocation, pod);
+                &computed
+            }
+        };
+        let Some(pod_requests) = &s.pod_requests else {
+            return 0;
+        };
+        let (requested, allocatable) = self.allocation.node_vectors(node, pod_requests);
+        balanced_score(&requested, &allocatable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::build;
+    use crate::plugins::testing::{container, NodeBuilder, PodBuilder};
+
+    fn node_4cpu_8gi() -> NodeBuilder {
+        NodeBuilder::new("n1").cpu_millis(4000).memory_mib(8192)
+    }
+
+    #[test]
+    fn score_follows_kube_standard_deviation_formula() {
+        struct Case {
+            name: &'static str,
+            args: Args,
+            pod: PodBuilder,
+            node: NodeBuilder,
+            want: i64,
+        }
+        let three = Args {
+            resources: ["cpu", "memory", "example.com/gpu"]
+                .iter()
+                .map(|n| ResourceSpec {
+                    name: n.to_string(),
+                    weight: 1,
+                })
+                .collect(),
+        };
+        let cases = vec![
+            Case {
+                name: "equal fractions are perfectly balanced",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(2048),
+                node: node_4cpu_8gi(),
+                want: 100,
+            },
+            Case {
+                // 0.5 and 0.25: std 0.125, score 87.5 truncated.
+                name: "uneven fractions",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(2000).memory_mib(2048),
+                node: node_4cpu_8gi(),
+                want: 87,
+            },
+            Case {
+                // Existing pod: 1000m, no memory. Requested (not non-zero) amounts count:
+                // cpu 2000/4000 = 0.5, memory 4096/8192 = 0.5.
+                name: "existing pods count what they request, not the non-zero defaults",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(4096),
+                node: node_4cpu_8gi().with_pod(PodBuilder::new("e").cpu_millis(1000).build()),
+                want: 100,
+            },
+            Case {
+                // The pod's missing memory request counts 0: cpu 0.25, memory 0: std 0.125.
+                name: "the pod's missing request counts 0",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(1000),
+                node: node_4cpu_8gi(),
+                want: 87,
+            },
+            Case {
+                // cpu fraction 2 is capped at 1; memory 0.5: std 0.25.
+                name: "fractions are capped at 1",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(8000).memory_mib(4096),
+                node: node_4cpu_8gi(),
+                want: 75,
+            },
+            Case {
+                // 0.25, 0.5, 0.75: mean 0.5, std sqrt(0.125/3) = 0.2041.
+                name: "three resources use the full standard deviation",
+                args: three.clone(),
+                pod: PodBuilder::new("p")
+                    .cpu_millis(1000)
+                    .memory_mib(4096)
+                    .request("example.com/gpu", "3"),
+                node: node_4cpu_8gi().allocatable("example.com/gpu", "4"),
+                want: 79,
+            },
+            Case {
+                // The gpu is not requested, so only cpu and memory count.
+                name: "an extended resource the pod does not request is left out",
+                args: three,
+                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(2048),
+                node: node_4cpu_8gi().allocatable("example.com/gpu", "4"),
+                want: 100,
+            },
+            Case {
+                name: "a resource the node lacks is left out",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(3000).memory_mib(100),
+                node: NodeBuilder::new("n1").cpu_millis(4000),
+                want: 100,
+            },
+            Case {
+                name: "a best-effort pod is not scored",
+                args: Args::default(),
+                pod: PodBuilder::new("p").container(container("c", &[])),
+                node: node_4cpu_8gi().with_pod(PodBuilder::new("e").cpu_millis(3000).build()),
+                want: 0,
+            },
+        ];
+        for case in cases {
+            let plugin = BalancedAllocation::try_new(case.args).expect("valid args");
+            let pod = case.pod.build();
+            let node = case.node.build();
+            let mut state = CycleState::new();
+            plugin
+                .pre_score(&mut state, &pod, &Snapshot::new(), &[&node])
+                .expect("pre_score never fails");
+            assert_eq!(
+                plugin.score(&state, &pod, &node),
+                case.want,
+                "{}",
+                case.name
+            );
+            assert_eq!(
+                plugin.score(&CycleState::new(), &pod, &node),
+                case.want,
+                "{}: without PreScore state",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn args_validation() {
+        struct Case {
+            name: &'static str,
+            yaml: &'static str,
+            want_err: Option<&'static str>,
+        }
+        let cases = [
+            Case {
+                name: "defaults",
+                yaml: "{}",
+                want_err: None,
+            },
+            Case {
+                name: "weight 1 or absent",
+                yaml: "resources: [{name: cpu}, {name: memory, weight: 1}]",
+                want_err: None,
+            },
+            Case {
+                name: "other weights are rejected",
+                yaml: "resources: [{name: cpu, weight: 2}]",
+                want_err: Some("resources[0].weight: invalid value 2: must be 1"),
+            },
+            Case {
+                name: "duplicates are rejected",
+                yaml: "resources: [{name: cpu}, {name: cpu}]",
+                want_err: Some("resources[1].name: duplicate value \"cpu\""),
+            },
+            Case {
+                name: "unknown fields are rejected",
+                yaml: "resource: []",
+                want_err: Some("unknown field `resource`"),
+            },
+        ];
+        for case in cases {
+            let value: serde_yaml_ng::Value =
+                serde_yaml_ng::from_str(case.yaml).expect("test yaml parses");
+            match (build(NAME, Some(&value)), case.want_err) {
+                (Ok(_), None) => {}
+                (Err(e), Some(want)) => assert!(
+                    e.to_string().contains(want),
+                    "{}: error {e} should contain {want:?}",
+                    case.name
+                ),
+                (Ok(_), Some(want)) => panic!("{}: accepted, want {want:?}", case.name),
+                (Err(e), None) => panic!("{}: unexpected error {e}", case.name),
+            }
+        }
+    }
+}

@@ -1,0 +1,1375 @@
+//! NodeResourcesFit: a pod fits a node only if every resource it requests (and one pod slot)
+//! is still free there; among feasible nodes it scores by a configurable strategy
+//! (LeastAllocated, MostAllocated, RequestedToCapacityRatio). The resource-allocation scoring
+//! helpers here are shared with NodeResourcesBalancedAllocation.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::InvalidArgs;
+use crate::framework::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
+use crate::framework::{
+    Code, CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter,
+    PreFilterOutcome, PreScore, Rejection, Resources, Score, Snapshot, MAX_NODE_SCORE,
+};
+
+/// kube-scheduler's name for the plugin.
+pub const NAME: &str = "NodeResourcesFit";
+
+/// Reason when the node has no free pod slot.
+pub const REASON_TOO_MANY_PODS: &str = "Too many pods";
+/// Reason when the node lacks cpu.
+pub const REASON_INSUFFICIENT_CPU: &str = "Insufficient cpu";
+/// Reason when the node lacks memory.
+pub const REASON_INSUFFICIENT_MEMORY: &str = "Insufficient memory";
+/// Reason when the node lacks ephemeral storage.
+pub const REASON_INSUFFICIENT_EPHEMERAL_STORAGE: &str = "Insufficient ephemeral-storage";
+/// Start of the reason for any other resource: `Insufficient <resource name>`.
+pub const REASON_INSUFFICIENT_PREFIX: &str = "Insufficient ";
+
+/// Largest score of a RequestedToCapacityRatio shape point (kube's MaxCustomPriorityScore).
+pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+
+/// Highest utilization, in percent, of a RequestedToCapacityRatio shape.
+const MAX_UTILIZATION: i64 = 100;
+
+/// A resource and its weight in a scoring strategy (kube's `ResourceSpec`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceSpec {
+    /// Resource name (`cpu`, `memory`, `example.com/gpu`).
+    pub name: String,
+    /// Weight; 0 (or absent) means 1.
+    #[serde(default)]
+    pub weight: i64,
+}
+
+/// The resources scored when none are configured: cpu and memory, weight 1 each.
+pub fn default_resources() -> Vec<ResourceSpec> {
+    vec![
+        ResourceSpec {
+            name: CPU.into(),
+            weight: 1,
+        },
+        ResourceSpec {
+            name: MEMORY.into(),
+            weight: 1,
+        },
+    ]
+}
+
+/// How NodeResourcesFit scores nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScoringStrategyType {
+    /// Prefer nodes with more free capacity (spreading).
+    LeastAllocated,
+    /// Prefer nodes with less free capacity (bin packing).
+    MostAllocated,
+    /// Score utilization through a piecewise-linear shape.
+    RequestedToCapacityRatio,
+}
+
+/// One point of a RequestedToCapacityRatio shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UtilizationShapePoint {
+    /// Utilization in percent, 0..=100, strictly increasing along the shape.
+    pub utilization: i32,
+    /// Score at that utilization, 0..=10 (scaled by 10 to kube's 0..=100).
+    pub score: i32,
+}
+
+/// Parameters of the RequestedToCapacityRatio strategy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestedToCapacityRatioParam {
+    /// The scoring function's points.
+    #[serde(default)]
+    pub shape: Vec<UtilizationShapePoint>,
+}
+
+/// `scoringStrategy` of the args.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScoringStrategy {
+    /// The strategy.
+    #[serde(rename = "type")]
+    pub type_: ScoringStrategyType,
+    /// Resources scored and their weights; empty means cpu and memory, weight 1.
+    #[serde(default)]
+    pub resources: Vec<ResourceSpec>,
+    /// Required with RequestedToCapacityRatio, forbidden otherwise.
+    #[serde(default)]
+    pub requested_to_capacity_ratio: Option<RequestedToCapacityRatioParam>,
+}
+
+/// `NodeResourcesFitArgs`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Args {
+    /// Extended resources the Filter does not check.
+    #[serde(default)]
+    pub ignored_resources: Vec<String>,
+    /// Groups (the part before `/`) of extended resources the Filter does not check.
+    #[serde(default)]
+    pub ignored_resource_groups: Vec<String>,
+    /// Scoring; absent means LeastAllocated over cpu and memory.
+    #[serde(default)]
+    pub scoring_strategy: Option<ScoringStrategy>,
+}
+
+impl Args {
+    /// The args with kube's defaults applied: LeastAllocated when no strategy is given,
+    /// cpu and memory when no resources are listed, weight 1 where the weight is 0.
+    pub fn with_defaults(mut self) -> Self {
+        let strategy = self
+            .scoring_strategy
+            .get_or_insert_with(|| ScoringStrategy {
+                type_: ScoringStrategyType::LeastAllocated,
+                resources: Vec::new(),
+                requested_to_capacity_ratio: None,
+            });
+        if strategy.resources.is_empty() {
+            strategy.resources = default_resources();
+        }
+        for r in &mut strategy.resources {
+            if r.weight == 0 {
+                r.weight = 1;
+            }
+        }
+        self
+    }
+}
+
+/// Whether `name` is an extended resource (`example.com/gpu`): it has a domain, and the
+/// domain is not kubernetes.io's.
+pub fn is_extended_resource_name(name: &str) -> bool {
+    name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
+}
+
+/// Whether kube accounts `name` as a scalar resource: extended resources, hugepages,
+/// kubernetes.io-prefixed resources and attachable volumes. Other unknown names are ignored
+/// by both fitting and scoring.
+pub fn is_scalar_resource_name(name: &str) -> bool {
+    is_extended_resource_name(name)
+        || name.starts_with("hugepages-")
+        || name.contains("kubernetes.io/")
+        || name.starts_with("attachable-volumes-")
+}
+
+/// One resource the node cannot give the pod (kube's `InsufficientResource`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InsufficientResource {
+    /// Resource name (`pods`, `cpu`, `example.com/gpu`).
+    pub resource: String,
+    /// kube's reason string (`Insufficient cpu`, `Too many pods`).
+    pub reason: Cow<'static, str>,
+    /// What the pod asks for (1 for pods).
+    pub requested: i64,
+    /// What the node's pods already use.
+    pub used: i64,
+    /// What the node has.
+    pub capacity: i64,
+    /// The pod asks for more than the whole node has, so evicting pods cannot help.
+    pub unresolvable: bool,
+}
+
+/// Every resource `request` does not fit on `node` (kube's `Fits`), in kube's order: pods,
+/// cpu, memory, ephemeral storage, then other resources by name. Extended resources named in
+/// `ignored` or whose group is in `ignored_groups` are skipped; a request of 0 never fails.
+pub fn insufficient_resources(
+    request: &Resources,
+    node: &NodeInfo,
+    ignored: &BTreeSet<String>,
+    ignored_groups: &BTreeSet<String>,
+) -> Vec<InsufficientResource> {
+    let mut out = Vec::new();
+    let allocatable = &node.allocatable;
+    let requested = &node.requested;
+    let pods_on_node = i64::try_from(node.pods.len()).unwrap_or(i64::MAX);
+    if pods_on_node + 1 > allocatable.allowed_pods {
+        out.push(InsufficientResource {
+            resource: PODS.into(),
+            reason: Cow::Borrowed(REASON_TOO_MANY_PODS),
+            requested: 1,
+            used: pods_on_node,
+            capacity: allocatable.allowed_pods,
+            unresolvable: false,
+        });
+    }
+    let mut check = |resource: &str, reason: Cow<'static, str>, want: i64, used: i64, cap: i64| {
+        if want > 0 && want > cap - used {
+            out.push(InsufficientResource {
+                resource: resource.into(),
+                reason,
+                requested: want,
+                used,
+                capacity: cap,
+                unresolvable: want > cap,
+            });
+        }
+    };
+    check(
+        CPU,
+        Cow::Borrowed(REASON_INSUFFICIENT_CPU),
+        request.milli_cpu,
+        requested.milli_cpu,
+        allocatable.milli_cpu,
+    );
+    check(
+        MEMORY,
+        Cow::Borrowed(REASON_INSUFFICIENT_MEMORY),
+        request.memory,
+        requested.memory,
+        allocatable.memory,
+    );
+    check(
+        EPHEMERAL_STORAGE,
+        Cow::Borrowed(REASON_INSUFFICIENT_EPHEMERAL_STORAGE),
+        request.ephemeral_storage,
+        requested.ephemeral_storage,
+        allocatable.ephemeral_storage,
+    );
+    for (name, want) in &request.scalar {
+        if *want == 0 || !is_scalar_resource_name(name) {
+            continue;
+        }
+        if is_extended_resource_name(name) {
+            let group = name.split('/').next().unwrap_or_default();
+            if ignored.contains(name) || ignored_groups.contains(group) {
+                continue;
+            }
+        }
+        check(
+            name,
+            Cow::Owned(format!("{REASON_INSUFFICIENT_PREFIX}{name}")),
+            *want,
+            requested.scalar(name),
+            allocatable.scalar(name),
+        );
+    }
+    out
+}
+
+/// The inputs of kube's resource-allocation scorers: per configured resource, what the pod
+/// asks for and what the node has and will have. Shared by NodeResourcesFit and
+/// NodeResourcesBalancedAllocation.
+#[derive(Clone, Debug)]
+pub(crate) struct ResourceAllocation {
+    /// Resources scored, with weights (defaults applied).
+    pub resources: Vec<ResourceSpec>,
+    /// Count cpu and memory as requested (BalancedAllocation) rather than with the non-zero
+    /// defaults of 100m and 200Mi per container (NodeResourcesFit).
+    pub use_requested: bool,
+}
+
+impl ResourceAllocation {
+    /// The pod's request of each configured resource (cpu in millicores).
+    pub fn pod_requests(&self, pod: &PodInfo) -> Vec<i64> {
+        self.resources
+            .iter()
+            .map(|r| match r.name.as_str() {
+                CPU if self.use_requested => pod.requests.milli_cpu,
+                CPU => pod.non_zero_milli_cpu,
+                MEMORY if self.use_requested => pod.requests.memory,
+                MEMORY => pod.non_zero_memory,
+                EPHEMERAL_STORAGE => pod.requests.ephemeral_storage,
+                other if is_scalar_resource_name(other) => pod.requests.scalar(other),
+                _ => 0,
+            })
+            .collect()
+    }
+
+    /// Per configured resource, `(requested after placing the pod, allocatable)`; both 0 for
+    /// a resource that is not scored on this node (the node lacks it, or it is a scalar
+    /// resource the pod does not request).
+    pub fn node_vectors(&self, node: &NodeInfo, pod_requests: &[i64]) -> (Vec<i64>, Vec<i64>) {
+        let mut requested = vec![0; self.resources.len()];
+        let mut allocatable = vec![0; self.resources.len()];
+        for (i, (r, &pod_req)) in self.resources.iter().zip(pod_requests).enumerate() {
+            let (alloc, req) = self.allocatable_requested(node, &r.name, pod_req);
+            if alloc != 0 {
+                allocatable[i] = alloc;
+                requested[i] = req;
+            }
+        }
+        (requested, allocatable)
+    }
+
+    fn allocatable_requested(&self, node: &NodeInfo, name: &str, pod_req: i64) -> (i64, i64) {
+        if pod_req == 0 && is_scalar_resource_name(name) {
+            return (0, 0);
+        }
+        let alloc = &node.allocatable;
+        match name {
+            CPU => {
+                let used = if self.use_requested {
+                    node.requested.milli_cpu
+                } else {
+                    node.non_zero_milli_cpu
+                };
+                (alloc.milli_cpu, used + pod_req)
+            }
+            MEMORY => {
+                let used = if self.use_requested {
+                    node.requested.memory
+                } else {
+                    node.non_zero_memory
+                };
+                (alloc.memory, used + pod_req)
+            }
+            EPHEMERAL_STORAGE => (
+                alloc.ephemeral_storage,
+                node.requested.ephemeral_storage + pod_req,
+            ),
+            other if is_scalar_resource_name(other) => {
+                (alloc.scalar(other), node.requested.scalar(other) + pod_req)
+            }
+            _ => (0, 0),
+        }
+    }
+}
+
+/// Checks weights are in `(0, 100]` (kube's `validateResources`).
+fn validate_weights(resources: &[ResourceSpec], path: &str) -> Result<(), InvalidArgs> {
+    for (i, r) in resources.iter().enumerate() {
+        if r.weight <= 0 || r.weight > 100 {
+            return Err(InvalidArgs::new(
+                format!("{path}[{i}].weight"),
+                format!(
+                    "invalid value {}: resource weight of {} not in valid range (0, 100]",
+                    r.weight, r.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a RequestedToCapacityRatio shape (kube's `validateFunctionShape`).
+fn validate_shape(shape: &[UtilizationShapePoint], path: &str) -> Result<(), InvalidArgs> {
+    if shape.is_empty() {
+        return Err(InvalidArgs::new(
+            path,
+            "at least one point must be specified",
+        ));
+    }
+    for (i, pair) in shape.windows(2).enumerate() {
+        if pair[0].utilization >= pair[1].utilization {
+            return Err(InvalidArgs::new(
+                format!("{path}[{}].utilization", i + 1),
+                format!(
+                    "invalid value {}: values must be sorted in increasing order",
+                    pair[1].utilization
+                ),
+            ));
+        }
+    }
+    for (i, p) in shape.iter().enumerate() {
+        if !(0..=100).contains(&p.utilization) {
+            return Err(InvalidArgs::new(
+                format!("{path}[{i}].utilization"),
+                format!(
+                    "invalid value {}: not in valid range [0, 100]",
+                    p.utilization
+                ),
+            ));
+        }
+        if !(0..=10).contains(&p.score) {
+            return Err(InvalidArgs::new(
+                format!("{path}[{i}].score"),
+                format!("invalid value {}: not in valid range [0, 10]", p.score),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The plugin, built from validated [`Args`].
+#[derive(Clone, Debug)]
+pub struct NodeResourcesFit {
+    ignored_resources: BTreeSet<String>,
+    ignored_resource_groups: BTreeSet<String>,
+    strategy: ScoringStrategyType,
+    allocation: ResourceAllocation,
+    /// RequestedToCapacityRatio points as `(utilization, score scaled to 0..=100)`.
+    shape: Vec<(i64, i64)>,
+}
+
+impl NodeResourcesFit {
+    /// Applies kube's defaults to `args` and validates them as kube does.
+    pub fn try_new(args: Args) -> Result<Self, InvalidArgs> {
+        let args = args.with_defaults();
+        for (i, r) in args.ignored_resources.iter().enumerate() {
+            if r.is_empty() {
+                return Err(InvalidArgs::new(
+                    format!("ignoredResources[{i}]"),
+                    "name part must be non-empty",
+                ));
+            }
+        }
+        for (i, g) in args.ignored_resource_groups.iter().enumerate() {
+            if g.contains('/') {
+                return Err(InvalidArgs::new(
+                    format!("ignoredResourceGroups[{i}]"),
+                    format!("invalid value {g:?}: resource group name can't contain '/'"),
+                ));
+            }
+            if g.is_empty() {
+                return Err(InvalidArgs::new(
+                    format!("ignoredResourceGroups[{i}]"),
+                    "name part must be non-empty",
+                ));
+            }
+        }
+        let strategy = args
+            .scoring_strategy
+            .expect("with_defaults always sets a scoring strategy");
+        validate_weights(&strategy.resources, "scoringStrategy.resources")?;
+        let mut shape = Vec::new();
+        match (strategy.type_, &strategy.requested_to_capacity_ratio) {
+            (ScoringStrategyType::RequestedToCapacityRatio, None) => {
+                return Err(InvalidArgs::new(
+                    "scoringStrategy.requestedToCapacityRatio",
+                    "must be specified when type is RequestedToCapacityRatio",
+                ))
+            }
+            (ScoringStrategyType::RequestedToCapacityRatio, Some(param)) => {
+                validate_shape(
+                    &param.shape,
+                    "scoringStrategy.requestedToCapacityRatio.shape",
+                )?;
+                shape = param
+                    .shape
+                    .iter()
+                    .map(|p| {
+                        (
+                            i64::from(p.utilization),
+                            i64::from(p.score) * (MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE),
+                        )
+                    })
+                    .collect();
+            }
+            (_, Some(_)) => {
+                return Err(InvalidArgs::new(
+                    "scoringStrategy.requestedToCapacityRatio",
+                    "must be nil when type is not RequestedToCapacityRatio",
+                ))
+            }
+            (_, None) => {}
+        }
+        Ok(NodeResourcesFit {
+            ignored_resources: args.ignored_resources.into_iter().collect(),
+            ignored_resource_groups: args.ignored_resource_groups.into_iter().collect(),
+            strategy: strategy.type_,
+            allocation: ResourceAllocation {
+                resources: strategy.resources,
+                use_requested: false,
+            },
+            shape,
+        })
+    }
+
+    fn score_vectors(&self, requested: &[i64], allocatable: &[i64]) -> i64 {
+        let resources = &self.allocation.resources;
+        match self.strategy {
+            ScoringStrategyType::LeastAllocated => {
+                weighted_average(requested, allocatable, resources, least_requested_score)
+            }
+            ScoringStrategyType::MostAllocated => {
+                weighted_average(requested, allocatable, resources, most_requested_score)
+            }
+            ScoringStrategyType::RequestedToCapacityRatio => {
+                requested_to_capacity_ratio_score(requested, allocatable, resources, &self.shape)
+            }
+        }
+    }
+}
+
+/// Integer weighted average of per-resource scores over the resources the node has.
+fn weighted_average(
+    requested: &[i64],
+    allocatable: &[i64],
+    resources: &[ResourceSpec],
+    per_resource: fn(i64, i64) -> i64,
+) -> i64 {
+    let (mut total, mut weights) = (0i64, 0i64);
+    for ((&req, &alloc), r) in requested.iter().zip(allocatable).zip(resources) {
+        if alloc == 0 {
+            continue;
+        }
+        total += per_resource(req, alloc) * r.weight;
+        weights += r.weight;
+    }
+    if weights == 0 {
+        0
+    } else {
+        total / weights
+    }
+}
+
+/// LeastAllocated for one resource: the free share, `(capacity - requested) * 100 / capacity`.
+fn least_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    scale(capacity - requested, MAX_NODE_SCORE, capacity)
+}
+
+/// MostAllocated for one resource: the used share, `requested * 100 / capacity`, capped at
+/// 100 (non-zero defaults can push requests past capacity).
+fn most_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 {
+        return 0;
+    }
+    scale(requested.min(capacity), MAX_NODE_SCORE, capacity)
+}
+
+/// `a * b / c` without overflow, truncated toward zero as Go's integer division.
+fn scale(a: i64, b: i64, c: i64) -> i64 {
+    i64::try_from(i128::from(a) * i128::from(b) / i128::from(c)).unwrap_or(i64::MAX)
+}
+
+/// kube's `BuildBrokenLinearFunction`: linear interpolation between shape points, flat
+/// before the first and after the last.
+fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
+    for (i, &(util, score)) in shape.iter().enumerate() {
+        if p <= util {
+            if i == 0 {
+                return score;
+            }
+            let (prev_util, prev_score) = shape[i - 1];
+            return prev_score + (score - prev_score) * (p - prev_util) / (util - prev_util);
+        }
+    }
+    shape.last().map_or(0, |&(_, score)| score)
+}
+
+/// RequestedToCapacityRatio: the shape applied to each resource's utilization in percent
+/// (integer), averaged by weight over resources scoring above 0, rounded half away from
+/// zero.
+fn requested_to_capacity_ratio_score(
+    requested: &[i64],
+    allocatable: &[i64],
+    resources: &[ResourceSpec],
+    shape: &[(i64, i64)],
+) -> i64 {
+    let (mut total, mut weights) = (0i64, 0i64);
+    for ((&req, &alloc), r) in requested.iter().zip(allocatable).zip(resources) {
+        if alloc == 0 {
+            continue;
+        }
+        let utilization = if req > alloc {
+            MAX_UTILIZATION
+        } else if req <= 0 {
+            0
+        } else {
+            scale(req, MAX_UTILIZATION, alloc)
+        };
+        let score = broken_linear(shape, utilization);
+        if score > 0 {
+            total += score * r.weight;
+            weights += r.weight;
+        }
+    }
+    if weights == 0 {
+        0
+    } else {
+        // Rounding as Go's math.Round on the float quotient.
+        (total as f64 / weights as f64).round() as i64
+    }
+}
+
+/// The pod's effective request, computed once in PreFilter.
+struct PreFilterState {
+    request: Resources,
+}
+
+/// The pod's request of each scored resource, computed once in PreScore.
+struct PreScoreState {
+    pod_requests: Vec<i64>,
+}
+
+impl Plugin for NodeResourcesFit {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}
+
+impl PreFilter for NodeResourcesFit {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _snapshot: &Snapshot,
+    ) -> Result<PreFilterOutcome, PluginError> {
+        state.insert(PreFilterState {
+            request: pod.requests.clone(),
+        });
+        Ok(PreFilterOutcome::AllNodes)
+    }
+}
+
+impl Filter for NodeResourcesFit {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Fit {
+        let request = state
+            .get::<PreFilterState>()
+            .map_or(&pod.requests, |s| &s.request);
+        let missing = insufficient_resources(
+            request,
+            node,
+            &self.ignored_resources,
+            &self.ignored_resource_groups,
+        );
+        if missing.is_empty() {
+            return Fit::Yes;
+        }
+        let code = if missing.iter().any(|m| m.unresolvable) {
+            Code::UnschedulableAndUnresolvable
+        } else {
+            Code::Unschedulable
+        };
+        Fit::No(Rejection {
+            plugin: NAME,
+            reasons: missing.into_iter().map(|m| m.reason).collect(),
+            code,
+        })
+    }
+}
+
+impl PreScore for NodeResourcesFit {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _snapshot: &Snapshot,
+        _feasible: &[&NodeInfo],
+    ) -> Result<(), PluginError> {
+        state.insert(PreScoreState {
+            pod_requests: self.allocation.pod_requests(pod),
+        });
+        Ok(())
+    }
+}
+
+impl Score for NodeResourcesFit {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        let computed;
+        let pod_requests = match state.get::<PreScoreState>() {
+            Some(s) => &s.pod_requests,
+            None => {
+                computed = self.allocation.pod_requests(pod);
+                &computed
+            }
+        };
+        let (requested, allocatable) = self.allocation.node_vectors(node, pod_requests);
+        let score = self.score_vectors(&requested, &allocatable);
+        tracing::trace!(
+            plugin = NAME,
+            node = node.name(),
+            ?requested,
+            ?allocatable,
+            score,
+            "resource allocation score"
+        );
+        score
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testing::{container, NodeBuilder, PodBuilder};
+    use crate::plugins::{build, parse_args};
+
+    const MIB: i64 = 1024 * 1024;
+
+    fn filter(plugin: &NodeResourcesFit, pod: &PodInfo, node: &NodeInfo) -> Fit {
+        let mut state = CycleState::new();
+        plugin
+            .pre_filter(&mut state, pod, &Snapshot::new())
+            .expect("pre_filter never fails");
+        plugin.filter(&state, pod, node)
+    }
+
+    fn default_plugin() -> NodeResourcesFit {
+        NodeResourcesFit::try_new(Args::default()).expect("default args are valid")
+    }
+
+    fn node_4cpu_8gi() -> NodeBuilder {
+        NodeBuilder::new("n1")
+            .cpu_millis(4000)
+            .memory_mib(8192)
+            .pods(110)
+    }
+
+    #[test]
+    fn filter_lists_every_insufficient_resource() {
+        use Code::*;
+        struct Case {
+            name: &'static str,
+            args: Args,
+            pod: PodBuilder,
+            node: NodeBuilder,
+            want: Option<(Vec<&'static str>, Code)>,
+        }
+        let existing = PodBuilder::new("existing")
+            .cpu_millis(1000)
+            .memory_mib(2048);
+        let cases = vec![
+            Case {
+                name: "fits with room to spare",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(1024),
+                node: node_4cpu_8gi().with_pod(existing.clone().build()),
+                want: None,
+            },
+            Case {
+                name: "an exact fit passes",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(3000).memory_mib(6144),
+                node: node_4cpu_8gi().with_pod(existing.clone().build()),
+                want: None,
+            },
+            Case {
+                name: "one millicore too many",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(3001),
+                node: node_4cpu_8gi().with_pod(existing.clone().build()),
+                want: Some((vec!["Insufficient cpu"], Unschedulable)),
+            },
+            Case {
+                name: "cpu and memory both listed",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(3500).memory_mib(7000),
+                node: node_4cpu_8gi().with_pod(existing.clone().build()),
+                want: Some((
+                    vec!["Insufficient cpu", "Insufficient memory"],
+                    Unschedulable,
+                )),
+            },
+            Case {
+                name: "more than the whole node is unresolvable",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(5000).memory_mib(1024),
+                node: node_4cpu_8gi(),
+                want: Some((vec!["Insufficient cpu"], UnschedulableAndUnresolvable)),
+            },
+            Case {
+                name: "pod slots full rejects even an empty pod",
+                args: Args::default(),
+                pod: PodBuilder::new("p"),
+                node: node_4cpu_8gi().pods(1).with_pod(existing.clone().build()),
+                want: Some((vec!["Too many pods"], Unschedulable)),
+            },
+            Case {
+                name: "a node with no pod slots",
+                args: Args::default(),
+                pod: PodBuilder::new("p"),
+                node: node_4cpu_8gi().pods(0),
+                want: Some((vec!["Too many pods"], Unschedulable)),
+            },
+            Case {
+                name: "reasons in kube's order",
+                args: Args::default(),
+                pod: PodBuilder::new("p")
+                    .cpu_millis(3500)
+                    .memory_mib(7000)
+                    .request("ephemeral-storage", "2Gi")
+                    .request("example.com/gpu", "1")
+                    .request("example.com/fpga", "1"),
+                node: node_4cpu_8gi()
+                    .pods(1)
+                    .allocatable("ephemeral-storage", "1Gi")
+                    .with_pod(existing.clone().build()),
+                want: Some((
+                    vec![
+                        "Too many pods",
+                        "Insufficient cpu",
+                        "Insufficient memory",
+                        "Insufficient ephemeral-storage",
+                        "Insufficient example.com/fpga",
+                        "Insufficient example.com/gpu",
+                    ],
+                    UnschedulableAndUnresolvable,
+                )),
+            },
+            Case {
+                name: "an extended resource the node does not advertise",
+                args: Args::default(),
+                pod: PodBuilder::new("p").request("example.com/gpu", "1"),
+                node: node_4cpu_8gi(),
+                want: Some((
+                    vec!["Insufficient example.com/gpu"],
+                    UnschedulableAndUnresolvable,
+                )),
+            },
+            Case {
+                name: "an advertised extended resource, used up",
+                args: Args::default(),
+                pod: PodBuilder::new("p").request("example.com/gpu", "1"),
+                node: node_4cpu_8gi()
+                    .allocatable("example.com/gpu", "2")
+                    .with_pod(
+                        PodBuilder::new("gpu-user")
+                            .request("example.com/gpu", "2")
+                            .build(),
+                    ),
+                want: Some((vec!["Insufficient example.com/gpu"], Unschedulable)),
+            },
+            Case {
+                name: "an advertised extended resource with room",
+                args: Args::default(),
+                pod: PodBuilder::new("p").request("example.com/gpu", "1"),
+                node: node_4cpu_8gi().allocatable("example.com/gpu", "2"),
+                want: None,
+            },
+            Case {
+                name: "a zero request never fails",
+                args: Args::default(),
+                pod: PodBuilder::new("p")
+                    .request("example.com/gpu", "0")
+                    .request("cpu", "0"),
+                node: NodeBuilder::new("n1"),
+                want: None,
+            },
+            Case {
+                name: "ignored extended resource",
+                args: Args {
+                    ignored_resources: vec!["example.com/gpu".into()],
+                    ..Args::default()
+                },
+                pod: PodBuilder::new("p").request("example.com/gpu", "1"),
+                node: node_4cpu_8gi(),
+                want: None,
+            },
+            Case {
+                name: "ignored resource group",
+                args: Args {
+                    ignored_resource_groups: vec!["example.com".into()],
+                    ..Args::default()
+                },
+                pod: PodBuilder::new("p")
+                    .request("example.com/gpu", "1")
+                    .request("other.io/fpga", "1"),
+                node: node_4cpu_8gi(),
+                want: Some((
+                    vec!["Insufficient other.io/fpga"],
+                    UnschedulableAndUnresolvable,
+                )),
+            },
+            Case {
+                name: "hugepages are not extended resources and cannot be ignored",
+                args: Args {
+                    ignored_resources: vec!["hugepages-2Mi".into()],
+                    ..Args::default()
+                },
+                pod: PodBuilder::new("p").request("hugepages-2Mi", "4Mi"),
+                node: node_4cpu_8gi().allocatable("hugepages-2Mi", "2Mi"),
+                want: Some((
+                    vec!["Insufficient hugepages-2Mi"],
+                    UnschedulableAndUnresolvable,
+                )),
+            },
+        ];
+        for case in cases {
+            let plugin = NodeResourcesFit::try_new(case.args).expect("valid args");
+            let pod = case.pod.build();
+            let node = case.node.build();
+            let got = filter(&plugin, &pod, &node);
+            let want = match case.want {
+                None => Fit::Yes,
+                Some((reasons, code)) => Fit::No(Rejection {
+                    plugin: NAME,
+                    reasons: reasons.into_iter().map(Cow::Borrowed).collect(),
+                    code,
+                }),
+            };
+            assert_eq!(got, want, "{}", case.name);
+        }
+    }
+
+    /// The effective-request rules of `framework::resources`, checked through the Filter: the
+    /// pod must fit a node of exactly its request and not one a millicore (or byte) smaller.
+    #[test]
+    fn filter_uses_kube_effective_requests() {
+        struct Case {
+            name: &'static str,
+            pod: PodBuilder,
+            want_cpu_millis: i64,
+            want_memory: i64,
+            want_non_zero: (i64, i64),
+        }
+        let cases = vec![
+            Case {
+                name: "sum of app containers",
+                pod: PodBuilder::new("p")
+                    .container(container("a", &[("cpu", "200m"), ("memory", "100Mi")]))
+                    .container(container("b", &[("cpu", "300m"), ("memory", "50Mi")])),
+                want_cpu_millis: 500,
+                want_memory: 150 * MIB,
+                want_non_zero: (500, 150 * MIB),
+            },
+            Case {
+                name: "largest init container wins over a smaller sum",
+                pod: PodBuilder::new("p")
+                    .init_container(container("init", &[("cpu", "2"), ("memory", "10Mi")]))
+                    .container(container("a", &[("cpu", "500m"), ("memory", "100Mi")])),
+                want_cpu_millis: 2000,
+                want_memory: 100 * MIB,
+                want_non_zero: (2000, 100 * MIB),
+            },
+            Case {
+                name: "sidecars run beside the app containers",
+                pod: PodBuilder::new("p")
+                    .sidecar(container("proxy", &[("cpu", "100m"), ("memory", "64Mi")]))
+                    .container(container("a", &[("cpu", "200m"), ("memory", "128Mi")])),
+                want_cpu_millis: 300,
+                want_memory: 192 * MIB,
+                want_non_zero: (300, 192 * MIB),
+            },
+            Case {
+                name: "an init container after a sidecar runs beside it",
+                pod: PodBuilder::new("p")
+                    .sidecar(container("proxy", &[("cpu", "100m")]))
+                    .init_container(container("migrate", &[("cpu", "500m"), ("memory", "1Mi")]))
+                    .container(container("a", &[("cpu", "200m"), ("memory", "1Mi")])),
+                want_cpu_millis: 600,
+                want_memory: MIB,
+                // The sidecar's missing memory request counts 200Mi when scoring.
+                want_non_zero: (600, 201 * MIB),
+            },
+            Case {
+                name: "overhead is added",
+                pod: PodBuilder::new("p")
+                    .cpu_millis(500)
+                    .memory_mib(100)
+                    .overhead("cpu", "250m")
+                    .overhead("memory", "20Mi"),
+                want_cpu_millis: 750,
+                want_memory: 120 * MIB,
+                want_non_zero: (750, 120 * MIB),
+            },
+            Case {
+                name: "limits stand in for missing requests",
+                pod: PodBuilder::new("p")
+                    .limit("cpu", "700m")
+                    .limit("memory", "1Gi"),
+                want_cpu_millis: 700,
+                want_memory: 1024 * MIB,
+                want_non_zero: (700, 1024 * MIB),
+            },
+            Case {
+                name: "a request wins over its limit",
+                pod: PodBuilder::new("p").cpu_millis(100).limit("cpu", "2"),
+                want_cpu_millis: 100,
+                want_memory: 0,
+                want_non_zero: (100, 200 * MIB),
+            },
+            Case {
+                name: "no requests: nothing to fit, non-zero defaults for scoring",
+                pod: PodBuilder::new("p").container(container("a", &[])),
+                want_cpu_millis: 0,
+                want_memory: 0,
+                want_non_zero: (100, 200 * MIB),
+            },
+        ];
+        let plugin = default_plugin();
+        for case in cases {
+            let pod = case.pod.build();
+            assert_eq!(
+                pod.requests.milli_cpu, case.want_cpu_millis,
+                "{}: cpu",
+                case.name
+            );
+            assert_eq!(
+                pod.requests.memory, case.want_memory,
+                "{}: memory",
+                case.name
+            );
+            assert_eq!(
+                (pod.non_zero_milli_cpu, pod.non_zero_memory),
+                case.want_non_zero,
+                "{}: non-zero",
+                case.name
+            );
+            let exact = NodeBuilder::new("exact")
+                .allocatable("cpu", &format!("{}m", case.want_cpu_millis))
+                .allocatable("memory", &case.want_memory.to_string())
+                .build();
+            assert_eq!(
+                filter(&plugin, &pod, &exact),
+                Fit::Yes,
+                "{}: exact fit",
+                case.name
+            );
+            if case.want_cpu_millis > 0 {
+                let smaller = NodeBuilder::new("smaller")
+                    .allocatable("cpu", &format!("{}m", case.want_cpu_millis - 1))
+                    .allocatable("memory", &case.want_memory.to_string())
+                    .build();
+                let got = filter(&plugin, &pod, &smaller);
+                assert!(
+                    matches!(&got, Fit::No(r) if r.reasons == vec![Cow::Borrowed(REASON_INSUFFICIENT_CPU)]),
+                    "{}: one millicore short: {got:?}",
+                    case.name
+                );
+            }
+        }
+    }
+
+    fn strategy(type_: ScoringStrategyType, resources: &[(&str, i64)]) -> Args {
+        Args {
+            scoring_strategy: Some(ScoringStrategy {
+                type_,
+                resources: resources
+                    .iter()
+                    .map(|(n, w)| ResourceSpec {
+                        name: n.to_string(),
+                        weight: *w,
+                    })
+                    .collect(),
+                requested_to_capacity_ratio: None,
+            }),
+            ..Args::default()
+        }
+    }
+
+    fn rtc(shape: &[(i32, i32)], resources: &[(&str, i64)]) -> Args {
+        let mut args = strategy(ScoringStrategyType::RequestedToCapacityRatio, resources);
+        args.scoring_strategy
+            .as_mut()
+            .expect("strategy set above")
+            .requested_to_capacity_ratio = Some(RequestedToCapacityRatioParam {
+            shape: shape
+                .iter()
+                .map(|&(utilization, score)| UtilizationShapePoint { utilization, score })
+                .collect(),
+        });
+        args
+    }
+
+    #[test]
+    fn score_strategies_match_kube_arithmetic() {
+        use ScoringStrategyType::*;
+        struct Case {
+            name: &'static str,
+            args: Args,
+            pod: PodBuilder,
+            node: NodeBuilder,
+            want: i64,
+        }
+        let cases = vec![
+            Case {
+                // cpu (4000-1000)*100/4000 = 75; memory (8192-2048)*100/8192 = 75.
+                name: "LeastAllocated, 1 cpu and 2Gi on 4 cpu / 8Gi",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(2048),
+                node: node_4cpu_8gi(),
+                want: 75,
+            },
+            Case {
+                // cpu 75; memory counts the 200Mi default: (8192-200)*100/8192 = 97.
+                name: "LeastAllocated counts 200Mi for a missing memory request",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(1000),
+                node: node_4cpu_8gi(),
+                want: 86,
+            },
+            Case {
+                // The existing best-effort pod counts 100m and 200Mi:
+                // cpu (4000-1100)*100/4000 = 72; memory (8192-2248)*100/8192 = 72.
+                name: "LeastAllocated counts non-zero requests of existing pods",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(2048),
+                node: node_4cpu_8gi()
+                    .with_pod(PodBuilder::new("be").container(container("c", &[])).build()),
+                want: 72,
+            },
+            Case {
+                // cpu over capacity scores 0; memory 75.
+                name: "LeastAllocated: over capacity scores 0",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(5000).memory_mib(2048),
+                node: node_4cpu_8gi(),
+                want: 37,
+            },
+            Case {
+                name: "MostAllocated, 1 cpu and 2Gi on 4 cpu / 8Gi",
+                args: strategy(MostAllocated, &[]),
+                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(2048),
+                node: node_4cpu_8gi(),
+                want: 25,
+            },
+            Case {
+                // cpu 25 * 2 + memory 50 * 1 = 100; / 3 = 33.
+                name: "MostAllocated with weights",
+                args: strategy(MostAllocated, &[("cpu", 2), ("memory", 1)]),
+                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(4096),
+                node: node_4cpu_8gi(),
+                want: 33,
+            },
+            Case {
+                name: "MostAllocated caps requests at capacity",
+                args: strategy(MostAllocated, &[("cpu", 1)]),
+                pod: PodBuilder::new("p").cpu_millis(6000),
+                node: node_4cpu_8gi(),
+                want: 100,
+            },
+            Case {
+                // gpu (4-1)*100/4 = 75, weight 3; cpu 75, memory 75.
+                name: "an extended resource the pod requests is scored",
+                args: strategy(
+                    LeastAllocated,
+                    &[("cpu", 1), ("memory", 1), ("example.com/gpu", 3)],
+                ),
+                pod: PodBuilder::new("p")
+                    .cpu_millis(2000)
+                    .memory_mib(4096)
+                    .request("example.com/gpu", "1"),
+                node: node_4cpu_8gi().allocatable("example.com/gpu", "4"),
+                // cpu 50, memory 50, gpu 75*3: (50 + 50 + 225) / 5 = 65.
+                want: 65,
+            },
+            Case {
+                name: "an extended resource the pod does not request is skipped",
+                args: strategy(
+                    LeastAllocated,
+                    &[("cpu", 1), ("memory", 1), ("example.com/gpu", 3)],
+                ),
+                pod: PodBuilder::new("p").cpu_millis(2000).memory_mib(4096),
+                node: node_4cpu_8gi()
+                    .allocatable("example.com/gpu", "4")
+                    .with_pod(PodBuilder::new("g").request("example.com/gpu", "4").build()),
+                // Only cpu and memory, where the existing pod's container counts its
+                // defaults of 100m and 200Mi: (4000-2100)*100/4000 = 47 and
+                // (8192-4296)*100/8192 = 47.
+                want: 47,
+            },
+            Case {
+                name: "a resource the node lacks is skipped",
+                args: strategy(
+                    LeastAllocated,
+                    &[("cpu", 1), ("memory", 1), ("example.com/gpu", 3)],
+                ),
+                pod: PodBuilder::new("p")
+                    .cpu_millis(2000)
+                    .memory_mib(4096)
+                    .request("example.com/gpu", "1"),
+                node: node_4cpu_8gi(),
+                want: 50,
+            },
+            Case {
+                name: "pods is not a scored resource",
+                args: strategy(LeastAllocated, &[("cpu", 1), ("pods", 5)]),
+                pod: PodBuilder::new("p").cpu_millis(1000),
+                node: node_4cpu_8gi(),
+                want: 75,
+            },
+            Case {
+                name: "RTC, identity shape",
+                args: rtc(&[(0, 0), (100, 10)], &[]),
+                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(2048),
+                node: node_4cpu_8gi(),
+                want: 25,
+            },
+            Case {
+                // 100 + (0 - 100) * 25 / 100 = 75 for both.
+                name: "RTC, decreasing shape behaves like LeastAllocated",
+                args: rtc(&[(0, 10), (100, 0)], &[]),
+                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(2048),
+                node: node_4cpu_8gi(),
+                want: 75,
+            },
+            Case {
+                // cpu 40%: 0 + 80 * (40 - 20) / 40 = 40; memory 80%: 80 + 20 * 20 / 40 = 90.
+                name: "RTC, interpolation between points",
+                args: rtc(&[(20, 0), (60, 8), (100, 10)], &[]),
+                pod: PodBuilder::new("p").cpu_millis(1600).memory_mib(6554),
+                node: node_4cpu_8gi(),
+                want: 65,
+            },
+            Case {
+                // (40 * 1 + 90 * 2) / 3 = 73.33, rounded to 73.
+                name: "RTC, weighted and rounded",
+                args: rtc(&[(20, 0), (60, 8), (100, 10)], &[("cpu", 1), ("memory", 2)]),
+                pod: PodBuilder::new("p").cpu_millis(1600).memory_mib(6554),
+                node: node_4cpu_8gi(),
+                want: 73,
+            },
+            Case {
+                // (50 * 1 + 75 * 2) / 3 = 66.67, rounded to 67.
+                name: "RTC rounds to the nearest integer",
+                args: rtc(&[(0, 0), (100, 10)], &[("cpu", 1), ("memory", 2)]),
+                pod: PodBuilder::new("p").cpu_millis(2000).memory_mib(6144),
+                node: node_4cpu_8gi(),
+                want: 67,
+            },
+            Case {
+                // cpu 10% scores 0 and is left out of the average; memory 80% scores 90.
+                name: "RTC leaves zero-scoring resources out of the average",
+                args: rtc(&[(20, 0), (60, 8), (100, 10)], &[]),
+                pod: PodBuilder::new("p").cpu_millis(400).memory_mib(6554),
+                node: node_4cpu_8gi(),
+                want: 90,
+            },
+            Case {
+                name: "RTC, over capacity is 100% utilization",
+                args: rtc(&[(0, 0), (50, 5), (100, 2)], &[("cpu", 1)]),
+                pod: PodBuilder::new("p").cpu_millis(9000),
+                node: node_4cpu_8gi(),
+                want: 20,
+            },
+            Case {
+                name: "RTC, flat before the first point",
+                args: rtc(&[(50, 3), (100, 10)], &[("cpu", 1)]),
+                pod: PodBuilder::new("p").cpu_millis(400),
+                node: node_4cpu_8gi(),
+                want: 30,
+            },
+        ];
+        for case in cases {
+            let plugin = NodeResourcesFit::try_new(case.args)
+                .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            let pod = case.pod.build();
+            let node = case.node.build();
+            let mut state = CycleState::new();
+            plugin
+                .pre_score(&mut state, &pod, &Snapshot::new(), &[&node])
+                .expect("pre_score never fails");
+            assert_eq!(
+                plugin.score(&state, &pod, &node),
+                case.want,
+                "{}",
+                case.name
+            );
+            assert_eq!(
+                plugin.score(&CycleState::new(), &pod, &node),
+                case.want,
+                "{}: without PreScore state",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn args_defaults_and_validation() {
+        struct Case {
+            name: &'static str,
+            yaml: &'static str,
+            want_err: Option<&'static str>,
+        }
+        let cases = [
+            Case {
+                name: "empty args",
+                yaml: "{}",
+                want_err: None,
+            },
+            Case {
+                name: "strategy without resources gets cpu and memory",
+                yaml: "scoringStrategy: {type: MostAllocated}",
+                want_err: None,
+            },
+            Case {
+                name: "type is required",
+                yaml: "scoringStrategy: {resources: [{name: cpu, weight: 1}]}",
+                want_err: Some("missing field `type`"),
+            },
+            Case {
+                name: "unknown type",
+                yaml: "scoringStrategy: {type: Balanced}",
+                want_err: Some("unknown variant `Balanced`"),
+            },
+            Case {
+                name: "weight above 100",
+                yaml: "scoringStrategy: {type: LeastAllocated, resources: [{name: cpu, weight: 101}]}",
+                want_err: Some("scoringStrategy.resources[0].weight: invalid value 101: resource weight of cpu not in valid range (0, 100]"),
+            },
+            Case {
+                name: "negative weight",
+                yaml: "scoringStrategy: {type: LeastAllocated, resources: [{name: cpu, weight: -1}]}",
+                want_err: Some("scoringStrategy.resources[0].weight"),
+            },
+            Case {
+                name: "RTC without its parameters",
+                yaml: "scoringStrategy: {type: RequestedToCapacityRatio}",
+                want_err: Some("must be specified when type is RequestedToCapacityRatio"),
+            },
+            Case {
+                name: "RTC with an empty shape",
+                yaml: "scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: []}}",
+                want_err: Some("at least one point must be specified"),
+            },
+            Case {
+                name: "RTC shape out of order",
+                yaml: "scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: [{utilization: 50, score: 1}, {utilization: 50, score: 2}]}}",
+                want_err: Some("shape[1].utilization: invalid value 50: values must be sorted in increasing order"),
+            },
+            Case {
+                name: "RTC score above 10",
+                yaml: "scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: [{utilization: 0, score: 11}]}}",
+                want_err: Some("shape[0].score: invalid value 11: not in valid range [0, 10]"),
+            },
+            Case {
+                name: "RTC utilization above 100",
+                yaml: "scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: [{utilization: 101, score: 1}]}}",
+                want_err: Some("shape[0].utilization: invalid value 101: not in valid range [0, 100]"),
+            },
+            Case {
+                name: "RTC parameters with another strategy",
+                yaml: "scoringStrategy: {type: MostAllocated, requestedToCapacityRatio: {shape: [{utilization: 0, score: 1}]}}",
+                want_err: Some("must be nil when type is not RequestedToCapacityRatio"),
+            },
+            Case {
+                name: "ignored resources accepted",
+                yaml: "ignoredResources: [example.com/gpu]\nignoredResourceGroups: [example.com]",
+                want_err: None,
+            },
+            Case {
+                name: "resource group with a slash",
+                yaml: "ignoredResourceGroups: [example.com/gpu]",
+                want_err: Some("ignoredResourceGroups[0]: invalid value \"example.com/gpu\": resource group name can't contain '/'"),
+            },
+        ];
+        for case in cases {
+            let value: serde_yaml_ng::Value =
+                serde_yaml_ng::from_str(case.yaml).expect("test yaml parses");
+            let got = build(NAME, Some(&value));
+            match (got, case.want_err) {
+                (Ok(_), None) => {}
+                (Err(e), Some(want)) => assert!(
+                    e.to_string().contains(want),
+                    "{}: error {e} should contain {want:?}",
+                    case.name
+                ),
+                (Ok(_), Some(want)) => panic!("{}: accepted, want {want:?}", case.name),
+                (Err(e), None) => panic!("{}: unexpected error {e}", case.name),
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_are_least_allocated_over_cpu_and_memory() {
+        let parsed: Args = parse_args(NAME, None).expect("no args means defaults");
+        let args = parsed.with_defaults();
+        let strategy = args.scoring_strategy.expect("defaulted");
+        assert_eq!(strategy.type_, ScoringStrategyType::LeastAllocated);
+        assert_eq!(strategy.resources, default_resources());
+        let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+            "scoringStrategy: {type: MostAllocated, resources: [{name: cpu}, {name: memory, weight: 3}]}",
+        )
+        .expect("test yaml parses");
+        let parsed: Args = parse_args(NAME, Some(&value)).expect("valid");
+        let weights: Vec<i64> = parsed
+            .with_defaults()
+            .scoring_strategy
+            .expect("given")
+            .resources
+            .iter()
+            .map(|r| r.weight)
+            .collect();
+        assert_eq!(weights, vec![1, 3], "a missing weight defaults to 1");
+    }
+}
