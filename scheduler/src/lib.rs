@@ -9,6 +9,7 @@
 //! - [`profile`]: profiles (plugin sets, weights, args) from KubeSchedulerConfiguration.
 //! - [`cycle`]: `schedule_one` as a pipeline of named stages.
 //! - [`queue`]: the scheduling queue (priority, back-off, unschedulable pods, gates).
+//! - [`server`]: the `berth-scheduler` service: store, gRPC API, scheduling loop.
 #![warn(missing_docs)]
 
 pub mod cycle;
@@ -16,3 +17,5 @@ pub mod framework;
 pub mod plugins;
 pub mod profile;
 pub mod queue;
+
+pub mod server;

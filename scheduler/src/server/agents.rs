@@ -1,0 +1,435 @@
+//! The agent-facing gRPC service (`berth.v1.Agent`): node registration, and one session
+//! stream per node that carries heartbeats and pod status up, and pods to start or stop down.
+//!
+//! A single dispatcher task watches the store and routes each pod change to the session of
+//! the pod's node, so the cost of a change does not grow with the number of nodes.
+
+use std::collections::{HashMap, HashSet};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use berth_proto::convert::object_from_pb;
+use berth_proto::model::{Kind, Node, NodeCondition, Object, ObjectKey, Pod, PodStatus, Time};
+use berth_proto::pb;
+use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status, Streaming};
+use tracing::{debug, info, instrument, warn};
+
+use super::admission;
+use super::error::Error;
+
+/// Heartbeat interval the scheduler asks agents for.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
+
+/// What the dispatcher tells a session.
+#[derive(Debug)]
+enum SessionEvent {
+    /// A pod bound to the node was added or changed.
+    Pod(Pod),
+    /// A pod bound to the node was deleted.
+    PodDeleted(Pod),
+}
+
+/// Open sessions by node name.
+#[derive(Default)]
+pub struct Sessions {
+    by_node: Mutex<HashMap<String, (u64, mpsc::UnboundedSender<SessionEvent>)>>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+impl Sessions {
+    fn open(&self, node: &str) -> (u64, mpsc::UnboundedReceiver<SessionEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // A newer session for the same node replaces an older one (the agent reconnected).
+        self.by_node
+            .lock()
+            .expect("sessions lock poisoned")
+            .insert(node.to_string(), (id, tx));
+        (id, rx)
+    }
+
+    fn close(&self, node: &str, id: u64) {
+        let mut map = self.by_node.lock().expect("sessions lock poisoned");
+        if map.get(node).is_some_and(|(i, _)| *i == id) {
+            map.remove(node);
+        }
+    }
+
+    fn send(&self, node: &str, event: SessionEvent) {
+        if let Some((_, tx)) = self.by_node.lock().expect("sessions lock poisoned").get(node) {
+            let _ = tx.send(event);
+        }
+    }
+
+    /// Whether a node has an open session.
+    pub fn is_connected(&self, node: &str) -> bool {
+        self.by_node
+            .lock()
+            .expect("sessions lock poisoned")
+            .contains_key(node)
+    }
+}
+
+/// Routes pod changes from the store to the sessions of their nodes, until the store closes.
+pub async fn dispatch(mut changes: broadcast::Receiver<Arc<Change>>, sessions: Arc<Sessions>, store: Arc<dyn ObjectStore>) {
+    loop {
+        match changes.recv().await {
+            Ok(change) => route(&change, &sessions),
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                warn!(missed = n, "agent dispatcher fell behind; resyncing every session");
+                resync_all(store.as_ref(), &sessions);
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+fn route(change: &Change, sessions: &Sessions) {
+    let Object::Pod(pod) = &change.object else {
+        return;
+    };
+    if pod.spec.node_name.is_empty() {
+        return;
+    }
+    let event = match change.change_type {
+        ChangeType::Deleted => SessionEvent::PodDeleted(pod.clone()),
+        _ => SessionEvent::Pod(pod.clone()),
+    };
+    sessions.send(&pod.spec.node_name.clone(), event);
+}
+
+fn resync_all(store: &dyn ObjectStore, sessions: &Sessions) {
+    let Ok(pods) = store.list(Kind::Pod, None) else {
+        return;
+    };
+    for obj in pods {
+        if let Object::Pod(pod) = obj {
+            if !pod.spec.node_name.is_empty() {
+                sessions.send(&pod.spec.node_name.clone(), SessionEvent::Pod(pod));
+            }
+        }
+    }
+}
+
+/// The Agent service.
+#[derive(Clone)]
+pub struct AgentService {
+    store: Arc<dyn ObjectStore>,
+    sessions: Arc<Sessions>,
+}
+
+impl AgentService {
+    /// A service over `store`, routing through `sessions`.
+    pub fn new(store: Arc<dyn ObjectStore>, sessions: Arc<Sessions>) -> Self {
+        AgentService { store, sessions }
+    }
+
+    /// Creates the node, or refreshes what the agent owns of it (status, its labels),
+    /// keeping what an admin set (taints added later, cordon, extra labels).
+    fn register(&self, reported: Node) -> Result<Node, Error> {
+        let key = ObjectKey::new(Kind::Node, "", &reported.metadata.name);
+        for _ in 0..5 {
+            let (op, expected) = match self.store.get(&key)? {
+                None => {
+                    let obj = admission::admit(self.store.as_ref(), Object::Node(reported.clone()))?;
+                    (Op::Create(obj), None)
+                }
+                Some(Object::Node(mut stored)) => {
+                    for (k, v) in &reported.metadata.labels {
+                        stored.metadata.labels.insert(k.clone(), v.clone());
+                    }
+                    stored.status = reported.status.clone();
+                    let rv = stored.metadata.resource_version.clone();
+                    let obj = admission::admit(self.store.as_ref(), Object::Node(stored))?;
+                    (
+                        Op::Update {
+                            object: obj,
+                            precondition: Precondition::ResourceVersion(rv.clone()),
+                        },
+                        Some(rv),
+                    )
+                }
+                Some(_) => unreachable!("the node tree holds nodes"),
+            };
+            match self.store.commit(vec![op]) {
+                Ok(changes) => match changes.into_iter().next().map(|c| c.object) {
+                    Some(Object::Node(node)) => return Ok(node),
+                    _ => unreachable!("a node commit yields a node"),
+                },
+                Err(berth_store::Error::Conflict { .. }) if expected.is_some() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::BadRequest(format!(
+            "node {}: too many concurrent updates; try again",
+            reported.metadata.name
+        )))
+    }
+
+    /// Applies a heartbeat: stores the node's conditions if their status changed.
+    fn heartbeat(&self, node_name: &str, conditions: Vec<NodeCondition>) -> Result<(), Error> {
+        let key = ObjectKey::new(Kind::Node, "", node_name);
+        let Some(Object::Node(mut node)) = self.store.get(&key)? else {
+            return Err(Error::NotFound { key });
+        };
+        let mut changed = false;
+        for mut c in conditions {
+            match node.status.conditions.iter_mut().find(|o| o.type_ == c.type_) {
+                Some(old) if old.status == c.status && old.reason == c.reason => {}
+                Some(old) => {
+                    c.last_transition_time = Some(Time::now());
+                    *old = c;
+                    changed = true;
+                }
+                None => {
+                    c.last_transition_time = Some(Time::now());
+                    node.status.conditions.push(c);
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            let rv = node.metadata.resource_version.clone();
+            self.store.commit(vec![Op::Update {
+                object: Object::Node(node),
+                precondition: Precondition::ResourceVersion(rv),
+            }])?;
+        }
+        Ok(())
+    }
+
+    /// Stores a pod's status as its agent reports it.
+    fn pod_status(&self, node_name: &str, update: pb::PodStatusUpdate) -> Result<(), Error> {
+        let key = ObjectKey::new(Kind::Pod, &update.namespace, &update.name);
+        let status: PodStatus = match update.status {
+            Some(s) => s.try_into().map_err(|source| Error::Convert {
+                context: format!("status of pod {}/{}", update.namespace, update.name),
+                source,
+            })?,
+            None => return Ok(()),
+        };
+        for _ in 0..5 {
+            let Some(Object::Pod(mut pod)) = self.store.get(&key)? else {
+                return Ok(()); // deleted meanwhile
+            };
+            if pod.metadata.uid != update.uid || pod.spec.node_name != node_name {
+                return Ok(()); // a different pod of the same name, or not this node's
+            }
+            let mut new_status = status.clone();
+            // The agent owns phase and containers; the scheduler owns PodScheduled.
+            for c in &pod.status.conditions {
+                if !new_status.conditions.iter().any(|n| n.type_ == c.type_) {
+                    new_status.conditions.push(c.clone());
+                }
+            }
+            if new_status.nominated_node_name.is_empty() {
+                new_status.nominated_node_name = pod.status.nominated_node_name.clone();
+            }
+            if pod.status == new_status {
+                return Ok(());
+            }
+            pod.status = new_status;
+            let rv = pod.metadata.resource_version.clone();
+            match self.store.commit(vec![Op::Update {
+                object: Object::Pod(pod),
+                precondition: Precondition::ResourceVersion(rv),
+            }]) {
+                Ok(_) => return Ok(()),
+                Err(berth_store::Error::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The pods bound to a node that should run there.
+    fn bound_pods(&self, node_name: &str) -> Result<Vec<Pod>, Error> {
+        Ok(self
+            .store
+            .list(Kind::Pod, None)?
+            .into_iter()
+            .filter_map(|o| match o {
+                Object::Pod(p) if p.spec.node_name == node_name && !p.status.phase.is_terminal() => Some(p),
+                _ => None,
+            })
+            .collect())
+    }
+}
+
+fn start_msg(pod: &Pod) -> pb::SchedulerMessage {
+    pb::SchedulerMessage {
+        msg: Some(pb::scheduler_message::Msg::StartPod(pb::StartPod {
+            pod: Some(pod.into()),
+        })),
+    }
+}
+
+fn stop_msg(pod: &Pod, reason: &str) -> pb::SchedulerMessage {
+    pb::SchedulerMessage {
+        msg: Some(pb::scheduler_message::Msg::StopPod(pb::StopPod {
+            namespace: pod.metadata.namespace.clone(),
+            name: pod.metadata.name.clone(),
+            uid: pod.metadata.uid.clone(),
+            grace_period_seconds: pod.spec.termination_grace_period_seconds.unwrap_or(30),
+            reason: reason.to_string(),
+        })),
+    }
+}
+
+type SessionStream =
+    Pin<Box<dyn Stream<Item = Result<pb::SchedulerMessage, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::agent_server::Agent for AgentService {
+    #[instrument(skip_all)]
+    async fn register(
+        &self,
+        req: Request<pb::RegisterRequest>,
+    ) -> Result<Response<pb::RegisterResponse>, Status> {
+        let node = req
+            .into_inner()
+            .node
+            .ok_or_else(|| Status::invalid_argument("node: Required value"))?;
+        let obj = object_from_pb(pb::Object {
+            kind: Some(pb::object::Kind::Node(node)),
+        })
+        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let Object::Node(node) = obj else {
+            unreachable!("converted from a node")
+        };
+        let this = self.clone();
+        let node = tokio::task::spawn_blocking(move || this.register(node))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))??;
+        info!(node = %node.metadata.name, "node registered");
+        Ok(Response::new(pb::RegisterResponse {
+            node: Some((&node).into()),
+            heartbeat_interval_seconds: HEARTBEAT_INTERVAL.as_secs() as u32,
+        }))
+    }
+
+    type SessionStream = SessionStream;
+
+    #[instrument(skip_all)]
+    async fn session(
+        &self,
+        req: Request<Streaming<pb::AgentMessage>>,
+    ) -> Result<Response<Self::SessionStream>, Status> {
+        let mut inbound = req.into_inner();
+        let hello = match inbound.next().await {
+            Some(Ok(pb::AgentMessage {
+                msg: Some(pb::agent_message::Msg::Hello(h)),
+            })) => h,
+            Some(Err(e)) => return Err(e),
+            _ => {
+                return Err(Status::invalid_argument(
+                    "the first message of a session must be Hello",
+                ))
+            }
+        };
+        let node_name = hello.node_name.clone();
+        let key = ObjectKey::new(Kind::Node, "", &node_name);
+        if self.store.get(&key).map_err(Error::from)?.is_none() {
+            return Err(Status::failed_precondition(format!(
+                "node {node_name} is not registered; call Register first"
+            )));
+        }
+        let (session_id, mut events) = self.sessions.open(&node_name);
+        let (tx, rx) = mpsc::channel::<Result<pb::SchedulerMessage, Status>>(1024);
+
+        // Resync: start what should run, stop what should not.
+        let bound = self.bound_pods(&node_name)?;
+        let mut started: HashSet<String> = HashSet::new();
+        for pod in &bound {
+            if pod.metadata.deletion_timestamp.is_none() {
+                started.insert(pod.metadata.uid.clone());
+                let _ = tx.send(Ok(start_msg(pod))).await;
+            }
+        }
+        for uid in hello.running_pod_uids {
+            if !started.contains(&uid) {
+                let _ = tx
+                    .send(Ok(pb::SchedulerMessage {
+                        msg: Some(pb::scheduler_message::Msg::StopPod(pb::StopPod {
+                            uid,
+                            reason: "Orphaned".into(),
+                            ..Default::default()
+                        })),
+                    }))
+                    .await;
+            }
+        }
+        info!(node = %node_name, pods = started.len(), "agent session opened");
+
+        let this = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    msg = inbound.next() => {
+                        let msg = match msg {
+                            Some(Ok(m)) => m,
+                            Some(Err(e)) => { debug!(node = %node_name, error = %e, "agent stream error"); break; }
+                            None => break,
+                        };
+                        let this2 = this.clone();
+                        let node = node_name.clone();
+                        let result = tokio::task::spawn_blocking(move || match msg.msg {
+                            Some(pb::agent_message::Msg::Heartbeat(hb)) => {
+                                let conditions = hb.conditions.into_iter()
+                                    .map(NodeCondition::try_from)
+                                    .collect::<Result<Vec<_>, _>>()
+                                    .map_err(|source| Error::Convert { context: "heartbeat".into(), source })?;
+                                this2.heartbeat(&node, conditions)
+                            }
+                            Some(pb::agent_message::Msg::PodStatus(update)) => this2.pod_status(&node, update),
+                            Some(pb::agent_message::Msg::Hello(_)) | None => Ok(()),
+                        }).await;
+                        match result {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => warn!(node = %node_name, error = %e, "agent message refused"),
+                            Err(e) => warn!(node = %node_name, error = %e, "agent message handler failed"),
+                        }
+                    }
+                    event = events.recv() => {
+                        let Some(event) = event else { break };
+                        let msg = match event {
+                            SessionEvent::Pod(pod) => {
+                                let uid = pod.metadata.uid.clone();
+                                if pod.status.phase.is_terminal() {
+                                    started.remove(&uid);
+                                    continue;
+                                }
+                                if pod.metadata.deletion_timestamp.is_some() {
+                                    started.remove(&uid);
+                                    stop_msg(&pod, "Deleted")
+                                } else if started.insert(uid) {
+                                    start_msg(&pod)
+                                } else {
+                                    continue;
+                                }
+                            }
+                            SessionEvent::PodDeleted(pod) => {
+                                started.remove(&pod.metadata.uid);
+                                stop_msg(&pod, "Deleted")
+                            }
+                        };
+                        if tx.send(Ok(msg)).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            this.sessions.close(&node_name, session_id);
+            info!(node = %node_name, "agent session closed");
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+}

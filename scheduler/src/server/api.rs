@@ -1,0 +1,303 @@
+//! The user-facing gRPC service (`berth.v1.Berth`): Apply, Get, List, Delete, Watch, with
+//! admission on every write.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use berth_proto::convert::{kind_from_pb, object_from_pb, object_to_pb};
+use berth_proto::model::{Kind, Object, ObjectKey};
+use berth_proto::{pb, selector};
+use berth_store::{ChangeType, ObjectStore, Op, Precondition};
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+use tracing::instrument;
+
+use super::admission::{self, ApplyAction};
+use super::error::{Error, Result};
+
+/// Most objects one Apply may carry.
+pub const MAX_OBJECTS_PER_APPLY: usize = 10_000;
+
+/// The Berth API service over a store.
+#[derive(Clone)]
+pub struct ApiService {
+    store: Arc<dyn ObjectStore>,
+}
+
+impl ApiService {
+    /// A service over `store`.
+    pub fn new(store: Arc<dyn ObjectStore>) -> Self {
+        ApiService { store }
+    }
+
+    /// Admits every object, then stores them all in one transaction.
+    fn apply(&self, req: pb::ApplyRequest) -> Result<pb::ApplyResponse> {
+        if req.objects.len() > MAX_OBJECTS_PER_APPLY {
+            return Err(Error::BadRequest(format!(
+                "an apply may carry at most {MAX_OBJECTS_PER_APPLY} objects, got {}",
+                req.objects.len()
+            )));
+        }
+        let mut ops = Vec::with_capacity(req.objects.len());
+        let mut results = Vec::with_capacity(req.objects.len());
+        let mut seen = std::collections::HashSet::new();
+        for (i, pb_obj) in req.objects.into_iter().enumerate() {
+            let obj = object_from_pb(pb_obj).map_err(|source| Error::Convert {
+                context: format!("object {}", i + 1),
+                source,
+            })?;
+            let obj = admission::admit(self.store.as_ref(), obj)?;
+            let key = obj.key();
+            if !seen.insert(key.clone()) {
+                return Err(Error::BadRequest(format!(
+                    "{key} appears more than once in one apply"
+                )));
+            }
+            let (op, action) = match self.store.get(&key)? {
+                None => (Op::Create(obj), "created"),
+                Some(stored) => {
+                    let requested_rv = obj.meta().resource_version.clone();
+                    let (merged, action) = admission::merge_update(&stored, obj)?;
+                    let precondition = if requested_rv.is_empty() {
+                        Precondition::ResourceVersion(stored.meta().resource_version.clone())
+                    } else {
+                        Precondition::ResourceVersion(requested_rv)
+                    };
+                    match action {
+                        ApplyAction::Unchanged => {
+                            results.push(apply_result(&key, "unchanged", &stored.meta().resource_version));
+                            continue;
+                        }
+                        ApplyAction::Configured => (
+                            Op::Update {
+                                object: merged,
+                                precondition,
+                            },
+                            "configured",
+                        ),
+                    }
+                }
+            };
+            results.push(apply_result(&key, action, ""));
+            ops.push(op);
+        }
+        if req.dry_run || ops.is_empty() {
+            return Ok(pb::ApplyResponse { results });
+        }
+        let changes = self.store.commit(ops)?;
+        // Fill in the versions the store assigned, in order.
+        let mut changes = changes.iter();
+        for r in results.iter_mut().filter(|r| r.action != "unchanged") {
+            if let Some(c) = changes.next() {
+                r.resource_version = c.object.meta().resource_version.clone();
+            }
+        }
+        Ok(pb::ApplyResponse { results })
+    }
+
+    fn get(&self, req: pb::GetRequest) -> Result<pb::Object> {
+        let kind = request_kind(req.kind)?;
+        let key = ObjectKey::new(kind, &default_namespace(kind, &req.namespace), &req.name);
+        match self.store.get(&key)? {
+            Some(obj) => Ok(object_to_pb(&obj)),
+            None => match kind {
+                Kind::PriorityClass => admission::priority_class(self.store.as_ref(), &req.name)?
+                    .map(|pc| object_to_pb(&Object::PriorityClass(pc)))
+                    .ok_or(Error::NotFound { key }),
+                _ => Err(Error::NotFound { key }),
+            },
+        }
+    }
+
+    fn list(&self, req: pb::ListRequest) -> Result<pb::ListResponse> {
+        let kind = request_kind(req.kind)?;
+        let selector = selector::parse(&req.label_selector)
+            .map_err(|e| Error::BadRequest(e.to_string()))?;
+        let revision = self.store.revision();
+        let namespace = (!req.namespace.is_empty()).then_some(req.namespace.as_str());
+        let mut objects = self.store.list(kind, namespace)?;
+        if kind == Kind::PriorityClass {
+            for pc in berth_proto::model::PriorityClass::system_classes() {
+                if !objects.iter().any(|o| o.meta().name == pc.metadata.name) {
+                    objects.push(Object::PriorityClass(pc));
+                }
+            }
+            objects.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
+        }
+        let objects = objects
+            .iter()
+            .filter(|o| selector.matches(&o.meta().labels))
+            .filter(|o| match (o, req.node_name.is_empty()) {
+                (Object::Pod(p), false) => p.spec.node_name == req.node_name,
+                _ => true,
+            })
+            .map(object_to_pb)
+            .collect();
+        Ok(pb::ListResponse {
+            objects,
+            resource_version: revision.to_string(),
+        })
+    }
+
+    fn delete(&self, req: pb::DeleteRequest) -> Result<pb::DeleteResponse> {
+        let kind = request_kind(req.kind)?;
+        let key = ObjectKey::new(kind, &default_namespace(kind, &req.namespace), &req.name);
+        let precondition = if req.resource_version.is_empty() {
+            Precondition::None
+        } else {
+            Precondition::ResourceVersion(req.resource_version)
+        };
+        let changes = self.store.commit(vec![Op::Delete { key, precondition }])?;
+        let object = changes.first().map(|c| object_to_pb(&c.object));
+        Ok(pb::DeleteResponse { object })
+    }
+}
+
+fn apply_result(key: &ObjectKey, action: &str, rv: &str) -> pb::ApplyResult {
+    pb::ApplyResult {
+        kind: berth_proto::convert::kind_to_pb(key.kind) as i32,
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+        action: action.to_string(),
+        resource_version: rv.to_string(),
+    }
+}
+
+fn request_kind(kind: i32) -> Result<Kind> {
+    kind_from_pb(kind).map_err(|e| Error::BadRequest(e.to_string()))
+}
+
+fn default_namespace(kind: Kind, namespace: &str) -> String {
+    if kind.is_namespaced() && namespace.is_empty() {
+        "default".to_string()
+    } else {
+        namespace.to_string()
+    }
+}
+
+type WatchStream = Pin<Box<dyn Stream<Item = std::result::Result<pb::WatchEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::berth_server::Berth for ApiService {
+    #[instrument(skip_all, fields(objects = req.get_ref().objects.len()))]
+    async fn apply(
+        &self,
+        req: Request<pb::ApplyRequest>,
+    ) -> std::result::Result<Response<pb::ApplyResponse>, Status> {
+        let this = self.clone();
+        let req = req.into_inner();
+        let resp = tokio::task::spawn_blocking(move || this.apply(req))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))??;
+        Ok(Response::new(resp))
+    }
+
+    async fn get(
+        &self,
+        req: Request<pb::GetRequest>,
+    ) -> std::result::Result<Response<pb::Object>, Status> {
+        Ok(Response::new(ApiService::get(self, req.into_inner())?))
+    }
+
+    async fn list(
+        &self,
+        req: Request<pb::ListRequest>,
+    ) -> std::result::Result<Response<pb::ListResponse>, Status> {
+        Ok(Response::new(ApiService::list(self, req.into_inner())?))
+    }
+
+    #[instrument(skip_all, fields(name = %req.get_ref().name))]
+    async fn delete(
+        &self,
+        req: Request<pb::DeleteRequest>,
+    ) -> std::result::Result<Response<pb::DeleteResponse>, Status> {
+        let this = self.clone();
+        let req = req.into_inner();
+        let resp = tokio::task::spawn_blocking(move || ApiService::delete(&this, req))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))??;
+        Ok(Response::new(resp))
+    }
+
+    type WatchStream = WatchStream;
+
+    async fn watch(
+        &self,
+        req: Request<pb::WatchRequest>,
+    ) -> std::result::Result<Response<Self::WatchStream>, Status> {
+        let req = req.into_inner();
+        let kind = request_kind(req.kind)?;
+        let namespace = req.namespace.clone();
+        // Subscribe before listing so that nothing falls between the two.
+        let mut changes = self.store.subscribe();
+        let (initial, from) = if req.resource_version.is_empty() {
+            let revision = self.store.revision();
+            let ns = (!namespace.is_empty()).then_some(namespace.as_str());
+            let objects = self.store.list(kind, ns).map_err(Error::from)?;
+            (objects, revision)
+        } else {
+            let from = req.resource_version.parse::<u64>().map_err(|_| {
+                Status::invalid_argument(format!(
+                    "resource_version: {:?} is not a resource version",
+                    req.resource_version
+                ))
+            })?;
+            (Vec::new(), from)
+        };
+        let stream = async_stream(move |tx| async move {
+            for obj in initial {
+                let ev = pb::WatchEvent {
+                    r#type: pb::watch_event::Type::Added as i32,
+                    object: Some(object_to_pb(&obj)),
+                };
+                if tx.send(Ok(ev)).await.is_err() {
+                    return;
+                }
+            }
+            loop {
+                let change = match changes.recv().await {
+                    Ok(c) => c,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        let _ = tx
+                            .send(Err(Status::data_loss(format!(
+                                "watch fell behind by {n} changes; list and watch again"
+                            ))))
+                            .await;
+                        return;
+                    }
+                    Err(_) => return,
+                };
+                if change.revision <= from || change.object.kind() != kind {
+                    continue;
+                }
+                if !namespace.is_empty() && change.object.meta().namespace != namespace {
+                    continue;
+                }
+                let t = match change.change_type {
+                    ChangeType::Added => pb::watch_event::Type::Added,
+                    ChangeType::Modified => pb::watch_event::Type::Modified,
+                    ChangeType::Deleted => pb::watch_event::Type::Deleted,
+                };
+                let ev = pb::WatchEvent {
+                    r#type: t as i32,
+                    object: Some(object_to_pb(&change.object)),
+                };
+                if tx.send(Ok(ev)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(stream))
+    }
+}
+
+/// A stream fed by a task through a bounded channel.
+fn async_stream<F, Fut>(f: F) -> WatchStream
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<std::result::Result<pb::WatchEvent, Status>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(256);
+    tokio::spawn(f(tx));
+    Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
+}

@@ -1,0 +1,105 @@
+//! The server's error type, and its single mapping to gRPC statuses.
+
+use berth_proto::convert::ConvertError;
+use berth_proto::model::ObjectKey;
+use berth_proto::validate::ValidationErrors;
+
+/// What went wrong while serving a request.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The request names an object that does not exist.
+    #[error("{key} not found")]
+    NotFound {
+        /// The missing object.
+        key: ObjectKey,
+    },
+    /// A create names an object that exists already.
+    #[error("{key} already exists")]
+    AlreadyExists {
+        /// The object.
+        key: ObjectKey,
+    },
+    /// An update or delete carried a stale resourceVersion.
+    #[error("conflict: {key} was modified (expected resourceVersion {expected}, found {found}); get it again and retry")]
+    Conflict {
+        /// The object.
+        key: ObjectKey,
+        /// The version the client had.
+        expected: String,
+        /// The stored version.
+        found: String,
+    },
+    /// A message does not convert into the object model.
+    #[error("{context}: {source}")]
+    Convert {
+        /// Which object of the request.
+        context: String,
+        /// The field and problem.
+        #[source]
+        source: ConvertError,
+    },
+    /// An object fails validation.
+    #[error("{context} is invalid: {source}")]
+    Invalid {
+        /// Which object.
+        context: String,
+        /// Every invalid field.
+        #[source]
+        source: ValidationErrors,
+    },
+    /// Admission refused the object for a reason other than its own fields.
+    #[error("{context} is forbidden: {reason}")]
+    Forbidden {
+        /// Which object.
+        context: String,
+        /// Why.
+        reason: String,
+    },
+    /// A request is malformed (missing kind, bad selector).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The store failed.
+    #[error("store: {0}")]
+    Store(#[source] berth_store::Error),
+}
+
+impl From<berth_store::Error> for Error {
+    fn from(e: berth_store::Error) -> Self {
+        match e {
+            berth_store::Error::NotFound { key } => Error::NotFound { key },
+            berth_store::Error::AlreadyExists { key } => Error::AlreadyExists { key },
+            berth_store::Error::Conflict {
+                key,
+                expected,
+                found,
+            } => Error::Conflict {
+                key,
+                expected,
+                found,
+            },
+            other => Error::Store(other),
+        }
+    }
+}
+
+/// The result type of the server.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl From<Error> for tonic::Status {
+    fn from(e: Error) -> Self {
+        let message = e.to_string();
+        match e {
+            Error::NotFound { .. } => tonic::Status::not_found(message),
+            Error::AlreadyExists { .. } => tonic::Status::already_exists(message),
+            Error::Conflict { .. } => tonic::Status::aborted(message),
+            Error::Convert { .. } | Error::Invalid { .. } | Error::BadRequest(_) => {
+                tonic::Status::invalid_argument(message)
+            }
+            Error::Forbidden { .. } => tonic::Status::failed_precondition(message),
+            Error::Store(_) => {
+                tracing::error!(error = %message, "store failure");
+                tonic::Status::internal(message)
+            }
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! The `berth-scheduler` service: the store, the API and agent gRPC services, the scheduling
+//! loop and the writer, wired together; with health and reflection for grpcurl-style tools.
+//!
+//! # Layout
+//!
+//! - [`admission`]: defaults, validation and update rules applied to every write.
+//! - [`api`]: the user-facing `Berth` service.
+//! - [`agents`]: the `Agent` service and the dispatcher that routes pods to node sessions.
+//! - [`scheduling`]: the scheduling loop (snapshot, queue, cycle, assume, bind).
+//! - [`writer`]: group-committed writes for binds, statuses and events.
+//! - [`events`]: the event recorder.
+//! - [`error`]: the server's error type and its mapping to gRPC statuses.
+
+pub mod admission;
+pub mod agents;
+pub mod api;
+pub mod error;
+pub mod events;
+pub mod scheduling;
+pub mod writer;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use berth_proto::pb;
+use berth_store::{ObjectStore, SledStore};
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::profile::Profiles;
+
+/// Flags of `berth-scheduler`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Address to serve gRPC on.
+    #[arg(long, default_value = "127.0.0.1:7070", env = "BERTH_LISTEN")]
+    pub listen: SocketAddr,
+    /// Folder of the embedded store; created if missing.
+    #[arg(long, default_value = "berth-data", env = "BERTH_DATA_DIR")]
+    pub data_dir: PathBuf,
+    /// KubeSchedulerConfiguration file with the scheduling profiles.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Seed for breaking ties between equally good nodes (random when left out).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The store could not be opened.
+    #[error("opening the store at {path}: {source}")]
+    Store {
+        /// The folder.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: berth_store::Error,
+    },
+    /// The scheduling configuration is invalid.
+    #[error("reading the scheduler configuration {path}: {source}")]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: crate::profile::ConfigError,
+    },
+    /// The listener could not be bound.
+    #[error("listening on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Reflection could not be set up.
+    #[error("setting up gRPC reflection: {0}")]
+    Reflection(#[source] tonic_reflection::server::Error),
+    /// The gRPC server failed.
+    #[error("gRPC server: {0}")]
+    Transport(#[source] tonic::transport::Error),
+}
+
+/// Runs the scheduler until `shutdown` fires. `ready` receives the bound address once the
+/// server accepts connections (useful with port 0).
+pub async fn run(
+    args: Args,
+    shutdown: CancellationToken,
+    ready: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
+) -> Result<(), ServeError> {
+    let profiles = match &args.config {
+        Some(path) => Profiles::from_file(path).map_err(|source| ServeError::Config {
+            path: path.clone(),
+            source,
+        })?,
+        None => Profiles::default(),
+    };
+    std::fs::create_dir_all(&args.data_dir).map_err(|e| ServeError::Bind {
+        addr: args.listen,
+        source: e,
+    })?;
+    let store: Arc<dyn ObjectStore> =
+        Arc::new(SledStore::open(&args.data_dir).map_err(|source| ServeError::Store {
+            path: args.data_dir.clone(),
+            source,
+        })?);
+    info!(data_dir = %args.data_dir.display(), revision = store.revision(), "store opened");
+
+    let (failures_tx, failures_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (writer, writer_task) = writer::Writer::spawn(store.clone(), failures_tx);
+    let recorder = events::EventRecorder::new(writer.clone(), "default-scheduler");
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let scheduling = scheduling::SchedulingLoop::new(
+        store.clone(),
+        writer.clone(),
+        failures_rx,
+        recorder,
+        profiles,
+        seed,
+    );
+    let loop_thread = scheduling.spawn(shutdown.clone());
+
+    let sessions = Arc::new(agents::Sessions::default());
+    let dispatcher = tokio::spawn(agents::dispatch(
+        store.subscribe(),
+        sessions.clone(),
+        store.clone(),
+    ));
+
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    health_reporter
+        .set_serving::<pb::berth_server::BerthServer<api::ApiService>>()
+        .await;
+    health_reporter
+        .set_serving::<pb::agent_server::AgentServer<agents::AgentService>>()
+        .await;
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(ServeError::Reflection)?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .map_err(ServeError::Reflection)?;
+
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: args.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: args.listen,
+        source,
+    })?;
+    info!(%addr, "berth-scheduler listening");
+    if let Some(ready) = ready {
+        let _ = ready.send(addr);
+    }
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let result = tonic::transport::Server::builder()
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(pb::berth_server::BerthServer::new(api::ApiService::new(store.clone())))
+        .add_service(pb::agent_server::AgentServer::new(agents::AgentService::new(
+            store.clone(),
+            sessions,
+        )))
+        .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
+        .await
+        .map_err(ServeError::Transport);
+
+    // Shut down in order: no new scheduling, then the pending writes, then the store.
+    shutdown.cancel();
+    dispatcher.abort();
+    let _ = tokio::task::spawn_blocking(move || loop_thread.join()).await;
+    drop(writer);
+    let _ = writer_task.await;
+    info!("berth-scheduler stopped");
+    result
+}
+
+/// Entry point of the `berth-scheduler` binary (and `berth scheduler`): parses flags,
+/// installs logging, runs until SIGINT or SIGTERM.
+pub mod cli {
+    use clap::Parser;
+
+    /// Command line of `berth-scheduler`.
+    #[derive(Parser, Debug)]
+    #[command(name = "berth-scheduler", version, about = "Berth's scheduler and API server")]
+    pub struct Command {
+        /// Server flags.
+        #[command(flatten)]
+        pub args: super::Args,
+    }
+
+    /// Runs the scheduler with the given flags until a signal arrives.
+    pub fn run_with(args: super::Args) -> anyhow::Result<()> {
+        init_tracing();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(async move {
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let signal = shutdown.clone();
+            tokio::spawn(async move {
+                wait_for_signal().await;
+                tracing::info!("signal received; shutting down");
+                signal.cancel();
+            });
+            super::run(args, shutdown, None).await?;
+            Ok(())
+        })
+    }
+
+    /// `berth-scheduler`'s `main`.
+    pub fn main() -> anyhow::Result<()> {
+        run_with(Command::parse().args)
+    }
+
+    /// Installs a `tracing` subscriber filtered by `RUST_LOG` (default `info`).
+    pub fn init_tracing() {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+
+    async fn wait_for_signal() {
+        #[cfg(unix)]
+        {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("installing the SIGTERM handler");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,461 @@
+//! The live scheduling loop: it owns the [`Snapshot`] and the [`SchedulingQueue`], applies
+//! every store change to them between cycles (incrementally, never rebuilding per pod),
+//! schedules one pod per cycle, assumes the placement at once and hands the binding to the
+//! [`Writer`]. It runs on its own thread so that scheduling never stalls the API.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use berth_proto::model::{Kind, Object, Pod, PodCondition, Time};
+use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, info_span, warn};
+
+use super::events::{pod_ref, EventRecorder, NORMAL, WARNING};
+use super::writer::{FailureNotice, Write, Writer};
+use crate::cycle::{Algorithm, ScheduleOptions, ScheduleResult};
+use crate::framework::{PodInfo, Snapshot};
+use crate::profile::Profiles;
+use crate::queue::{ClusterEvent, QueueConfig, QueuedPod, SchedulingQueue};
+
+/// Longest the loop sleeps when nothing happens (it then re-checks the queue's timers).
+const IDLE_TICK: Duration = Duration::from_secs(1);
+
+/// What the loop knows of a pod it has seen.
+struct KnownPod {
+    /// Latest stored version.
+    pod: Arc<Pod>,
+    /// Where the loop placed it before the binding was stored.
+    assumed_node: Option<String>,
+    /// Last unschedulable message written to the pod, to avoid rewriting the same one.
+    last_message: Option<String>,
+}
+
+/// The scheduling loop's state.
+pub struct SchedulingLoop {
+    store: Arc<dyn ObjectStore>,
+    changes: broadcast::Receiver<Arc<Change>>,
+    failures: mpsc::UnboundedReceiver<FailureNotice>,
+    writer: Writer,
+    events: EventRecorder,
+    profiles: Profiles,
+    algorithm: Algorithm,
+    snapshot: Snapshot,
+    queue: SchedulingQueue,
+    pods: HashMap<String, KnownPod>,
+}
+
+impl SchedulingLoop {
+    /// A loop over `store`. Subscribes to changes before the initial load, so nothing
+    /// written in between is missed.
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        writer: Writer,
+        failures: mpsc::UnboundedReceiver<FailureNotice>,
+        events: EventRecorder,
+        profiles: Profiles,
+        seed: u64,
+    ) -> Self {
+        let changes = store.subscribe();
+        SchedulingLoop {
+            store,
+            changes,
+            failures,
+            writer,
+            events,
+            profiles,
+            algorithm: Algorithm::new(seed),
+            snapshot: Snapshot::new(),
+            queue: SchedulingQueue::new(QueueConfig::default()),
+            pods: HashMap::new(),
+        }
+    }
+
+    /// Runs the loop on a thread of its own until `shutdown` fires.
+    pub fn spawn(self, shutdown: CancellationToken) -> std::thread::JoinHandle<()> {
+        std::thread::Builder::new()
+            .name("scheduling-loop".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("building the scheduling loop's runtime");
+                rt.block_on(self.run(shutdown));
+            })
+            .expect("spawning the scheduling loop thread")
+    }
+
+    async fn run(mut self, shutdown: CancellationToken) {
+        if let Err(e) = self.resync() {
+            warn!(error = %e, "initial load from the store failed");
+        }
+        info!(
+            nodes = self.snapshot.len(),
+            pods = self.pods.len(),
+            "scheduling loop started"
+        );
+        loop {
+            if shutdown.is_cancelled() {
+                break;
+            }
+            self.drain_changes();
+            self.drain_failures();
+            let now = Instant::now();
+            self.queue.flush_unschedulable_leftover(now);
+            if let Some(queued) = self.queue.pop(now) {
+                self.schedule(queued);
+                continue;
+            }
+            let sleep = self
+                .queue
+                .next_wakeup()
+                .map_or(IDLE_TICK, |t| t.saturating_duration_since(now).min(IDLE_TICK));
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                change = self.changes.recv() => self.on_change_result(change),
+                Some(notice) = self.failures.recv() => self.on_bind_failure(notice),
+                _ = tokio::time::sleep(sleep) => {}
+            }
+        }
+        info!("scheduling loop stopped");
+    }
+
+    /// Rebuilds the snapshot and the queue from the store.
+    fn resync(&mut self) -> Result<(), berth_store::Error> {
+        self.snapshot = Snapshot::new();
+        self.queue = SchedulingQueue::new(QueueConfig::default());
+        self.pods.clear();
+        let now = Instant::now();
+        for obj in self.store.list(Kind::Node, None)? {
+            if let Object::Node(node) = obj {
+                self.snapshot.upsert_node(Arc::new(node));
+            }
+        }
+        for obj in self.store.list(Kind::Pod, None)? {
+            if let Object::Pod(pod) = obj {
+                self.on_pod(Arc::new(pod), now);
+            }
+        }
+        Ok(())
+    }
+
+    fn drain_changes(&mut self) {
+        loop {
+            match self.changes.try_recv() {
+                Ok(change) => self.on_change(&change),
+                Err(broadcast::error::TryRecvError::Empty) => return,
+                Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                    return self.on_change_result(Err(broadcast::error::RecvError::Lagged(n)))
+                }
+                Err(broadcast::error::TryRecvError::Closed) => return,
+            }
+        }
+    }
+
+    fn drain_failures(&mut self) {
+        while let Ok(notice) = self.failures.try_recv() {
+            self.on_bind_failure(notice);
+        }
+    }
+
+    fn on_change_result(&mut self, change: Result<Arc<Change>, broadcast::error::RecvError>) {
+        match change {
+            Ok(change) => self.on_change(&change),
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                warn!(missed = n, "scheduling loop fell behind the store; reloading");
+                if let Err(e) = self.resync() {
+                    warn!(error = %e, "reload from the store failed");
+                }
+            }
+            Err(broadcast::error::RecvError::Closed) => {}
+        }
+    }
+
+    fn on_change(&mut self, change: &Change) {
+        let now = Instant::now();
+        match (&change.object, change.change_type) {
+            (Object::Node(node), ChangeType::Deleted) => {
+                self.snapshot.remove_node(&node.metadata.name);
+            }
+            (Object::Node(node), _) => {
+                let added = self.snapshot.node(&node.metadata.name).is_none();
+                self.snapshot.upsert_node(Arc::new(node.clone()));
+                let event = if added {
+                    ClusterEvent::NodeAdded
+                } else {
+                    ClusterEvent::NodeUpdated
+                };
+                self.queue.move_all_to_active_or_backoff(event, now);
+            }
+            (Object::Pod(pod), ChangeType::Deleted) => {
+                let uid = &pod.metadata.uid;
+                self.pods.remove(uid);
+                self.queue.delete(uid);
+                if self.snapshot.remove_pod(uid).is_some() {
+                    self.queue
+                        .move_all_to_active_or_backoff(ClusterEvent::PodDeleted, now);
+                }
+            }
+            (Object::Pod(pod), _) => self.on_pod(Arc::new(pod.clone()), now),
+            _ => {}
+        }
+    }
+
+    /// A pod was added or changed in the store.
+    fn on_pod(&mut self, pod: Arc<Pod>, now: Instant) {
+        let uid = pod.metadata.uid.clone();
+        let terminal = pod.status.phase.is_terminal();
+        let known = self.pods.remove(&uid);
+        if terminal {
+            self.queue.delete(&uid);
+            if self.snapshot.remove_pod(&uid).is_some() {
+                self.queue
+                    .move_all_to_active_or_backoff(ClusterEvent::PodDeleted, now);
+            }
+            return;
+        }
+        let last_message = known.as_ref().and_then(|k| k.last_message.clone());
+        if !pod.spec.node_name.is_empty() {
+            // Bound: by our own bind, or by the user through spec.nodeName.
+            self.queue.delete(&uid);
+            let info = Arc::new(PodInfo::new(pod.clone()));
+            self.snapshot.add_pod(&pod.spec.node_name, info);
+            self.pods.insert(
+                uid,
+                KnownPod {
+                    pod,
+                    assumed_node: None,
+                    last_message: None,
+                },
+            );
+            return;
+        }
+        if let Some(node) = known.as_ref().and_then(|k| k.assumed_node.clone()) {
+            // Our binding is in flight; this is an older version without it.
+            self.pods.insert(
+                uid,
+                KnownPod {
+                    pod,
+                    assumed_node: Some(node),
+                    last_message,
+                },
+            );
+            return;
+        }
+        if pod.metadata.deletion_timestamp.is_some() {
+            self.queue.delete(&uid);
+            return;
+        }
+        let info = Arc::new(PodInfo::new(pod.clone()));
+        if known.is_some() {
+            self.queue.update(info, now);
+        } else {
+            self.queue.add(info, now);
+        }
+        if self.queue.is_gated(&uid) {
+            self.mark_gated(&pod);
+        }
+        self.pods.insert(
+            uid,
+            KnownPod {
+                pod,
+                assumed_node: None,
+                last_message,
+            },
+        );
+    }
+
+    /// One scheduling attempt.
+    fn schedule(&mut self, queued: QueuedPod) {
+        let pod = queued.info.pod.clone();
+        let key = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
+        let _span = info_span!("schedule", pod = %key, attempt = queued.attempts + 1).entered();
+        let Some(profile) = self.profiles.get(&pod.spec.scheduler_name) else {
+            let message = format!(
+                "no scheduler profile named {:?}; this scheduler serves {}",
+                pod.spec.scheduler_name,
+                self.profiles.names().collect::<Vec<_>>().join(", ")
+            );
+            self.mark_unschedulable(&pod, message, false);
+            return;
+        };
+        let result = self.algorithm.schedule(
+            profile,
+            &self.snapshot,
+            &queued.info,
+            &ScheduleOptions::default(),
+        );
+        let now = Instant::now();
+        match result {
+            ScheduleResult::Scheduled { node, .. } => {
+                debug!(node = %node, "scheduled");
+                self.assume_and_bind(queued.info, node);
+            }
+            ScheduleResult::Unschedulable { diagnosis, message, .. } => {
+                debug!(%message, "unschedulable");
+                let plugins = diagnosis.unschedulable_plugins.clone();
+                self.mark_unschedulable(&pod, message, true);
+                self.queue.add_unschedulable(queued, plugins, now);
+            }
+            ScheduleResult::Error(e) => {
+                warn!(error = %e, "scheduling attempt failed");
+                self.queue.requeue_after_error(queued, now);
+            }
+        }
+    }
+
+    fn assume_and_bind(&mut self, info: Arc<PodInfo>, node: String) {
+        let pod = info.pod.clone();
+        let uid = pod.metadata.uid.clone();
+        self.snapshot.add_pod(&node, info);
+        if let Some(known) = self.pods.get_mut(&uid) {
+            known.assumed_node = Some(node.clone());
+        }
+        let mut bound = (*pod).clone();
+        bound.spec.node_name = node.clone();
+        set_condition(
+            &mut bound.status.conditions,
+            PodCondition {
+                type_: "PodScheduled".into(),
+                status: "True".into(),
+                last_transition_time: Some(Time::now()),
+                ..Default::default()
+            },
+        );
+        bound.status.nominated_node_name.clear();
+        let rv = pod.metadata.resource_version.clone();
+        self.writer.submit(Write {
+            op: Op::Update {
+                object: Object::Pod(bound),
+                precondition: Precondition::ResourceVersion(rv),
+            },
+            on_failure: Some(FailureNotice {
+                pod_uid: uid,
+                error: String::new(),
+            }),
+        });
+        self.events.record(
+            pod_ref(&pod),
+            NORMAL,
+            "Scheduled",
+            format!(
+                "Successfully assigned {}/{} to {}",
+                pod.metadata.namespace, pod.metadata.name, node
+            ),
+        );
+    }
+
+    /// A binding could not be stored: forget the placement and try the pod again.
+    fn on_bind_failure(&mut self, notice: FailureNotice) {
+        debug!(uid = %notice.pod_uid, error = %notice.error, "binding failed");
+        self.snapshot.remove_pod(&notice.pod_uid);
+        let Some(known) = self.pods.get_mut(&notice.pod_uid) else {
+            return;
+        };
+        known.assumed_node = None;
+        // Re-read the pod: it may have changed, been bound elsewhere or deleted.
+        let key = berth_proto::model::ObjectKey::new(
+            Kind::Pod,
+            &known.pod.metadata.namespace,
+            &known.pod.metadata.name,
+        );
+        let now = Instant::now();
+        match self.store.get(&key) {
+            Ok(Some(Object::Pod(pod))) if pod.metadata.uid == notice.pod_uid => {
+                self.pods.remove(&notice.pod_uid);
+                self.on_pod(Arc::new(pod), now);
+            }
+            Ok(_) => {
+                self.pods.remove(&notice.pod_uid);
+                self.queue.delete(&notice.pod_uid);
+            }
+            Err(e) => warn!(error = %e, "re-reading a pod after a failed binding"),
+        }
+        self.queue
+            .move_all_to_active_or_backoff(ClusterEvent::PodDeleted, now);
+    }
+
+    /// Writes PodScheduled=False with the reason, and a FailedScheduling event, unless the
+    /// same message is already on the pod.
+    fn mark_unschedulable(&mut self, pod: &Arc<Pod>, message: String, event: bool) {
+        let uid = &pod.metadata.uid;
+        let Some(known) = self.pods.get_mut(uid) else {
+            return;
+        };
+        if event {
+            self.events
+                .record(pod_ref(pod), WARNING, "FailedScheduling", message.clone());
+        }
+        if known.last_message.as_deref() == Some(message.as_str()) {
+            return;
+        }
+        known.last_message = Some(message.clone());
+        let mut updated = (*known.pod).clone();
+        set_condition(
+            &mut updated.status.conditions,
+            PodCondition {
+                type_: "PodScheduled".into(),
+                status: "False".into(),
+                reason: "Unschedulable".into(),
+                message,
+                last_transition_time: Some(Time::now()),
+                ..Default::default()
+            },
+        );
+        let rv = known.pod.metadata.resource_version.clone();
+        self.writer.submit(Write {
+            op: Op::Update {
+                object: Object::Pod(updated),
+                precondition: Precondition::ResourceVersion(rv),
+            },
+            on_failure: None,
+        });
+    }
+
+    /// Writes PodScheduled=False with reason SchedulingGated, once.
+    fn mark_gated(&mut self, pod: &Arc<Pod>) {
+        let gated = pod
+            .status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "PodScheduled" && c.reason == "SchedulingGated");
+        if gated {
+            return;
+        }
+        let mut updated = (**pod).clone();
+        set_condition(
+            &mut updated.status.conditions,
+            PodCondition {
+                type_: "PodScheduled".into(),
+                status: "False".into(),
+                reason: "SchedulingGated".into(),
+                message: "Scheduling is blocked due to non-empty scheduling gates".into(),
+                last_transition_time: Some(Time::now()),
+                ..Default::default()
+            },
+        );
+        self.writer.submit(Write {
+            op: Op::Update {
+                object: Object::Pod(updated),
+                precondition: Precondition::ResourceVersion(pod.metadata.resource_version.clone()),
+            },
+            on_failure: None,
+        });
+    }
+}
+
+/// Replaces the condition of the same type, keeping the transition time when the status
+/// does not change.
+pub fn set_condition(conditions: &mut Vec<PodCondition>, mut new: PodCondition) {
+    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
+        Some(old) => {
+            if old.status == new.status {
+                new.last_transition_time = old.last_transition_time;
+            }
+            *old = new;
+        }
+        None => conditions.push(new),
+    }
+}
