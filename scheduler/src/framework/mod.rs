@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 pub use resources::Resources;
-pub use snapshot::Snapshot;
+pub use snapshot::{DisruptionBudget, Snapshot};
 pub use types::{AffinityTerm, NodeInfo, PodInfo, WeightedAffinityTerm};
 
 /// Highest score a plugin gives one node (kube's MaxNodeScore).

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use berth_proto::model::{Node, StringMap};
+use berth_proto::model::{LabelSelector, Node, StringMap};
 
 use super::types::{NodeInfo, PodInfo};
 
@@ -22,6 +22,22 @@ pub struct Snapshot {
     pods_with_affinity: usize,
     /// Number of placed pods with required anti-affinity.
     pods_with_required_anti_affinity: usize,
+    /// PodDisruptionBudgets, for preemption's choice of victims.
+    disruption_budgets: Vec<DisruptionBudget>,
+}
+
+/// What preemption needs of a PodDisruptionBudget: which pods it covers and how many of them
+/// may still be disrupted now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisruptionBudget {
+    /// Namespace of the budget; it covers only pods of this namespace.
+    pub namespace: String,
+    /// Name of the budget.
+    pub name: String,
+    /// Pods covered; `None` covers none (kube treats a null selector as matching nothing).
+    pub selector: Option<LabelSelector>,
+    /// `status.disruptionsAllowed`: how many covered pods may be evicted now.
+    pub disruptions_allowed: i32,
 }
 
 impl Snapshot {
@@ -68,6 +84,16 @@ impl Snapshot {
     /// Sets the labels of a namespace.
     pub fn set_namespace(&mut self, namespace: &str, labels: StringMap) {
         self.namespaces.insert(namespace.to_string(), labels);
+    }
+
+    /// The PodDisruptionBudgets.
+    pub fn disruption_budgets(&self) -> &[DisruptionBudget] {
+        &self.disruption_budgets
+    }
+
+    /// Replaces the PodDisruptionBudgets.
+    pub fn set_disruption_budgets(&mut self, budgets: Vec<DisruptionBudget>) {
+        self.disruption_budgets = budgets;
     }
 
     /// Whether any placed pod has an inter-pod affinity term.
