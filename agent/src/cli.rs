@@ -102,7 +102,17 @@ pub fn init_tracing(format: LogFormat) -> anyhow::Result<()> {
 /// The `berth-agent` binary: parses the flags, installs logging, and runs the agent until
 /// SIGINT or SIGTERM.
 pub fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    main_from(std::env::args_os())
+}
+
+/// As [`main`], with the command line given (the first item is the program name); `berth
+/// agent ...` runs the agent this way.
+pub fn main_from<I, T>(command_line: I) -> anyhow::Result<()>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let args = Args::parse_from(command_line);
     init_tracing(args.log_format)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -1,1 +1,151 @@
-//! Berth CLI.
+//! Berth's command-line client, `berth`: kubectl's verbs and habits over Berth's API, plus
+//! `berth dev` (a local cluster) and `berth sim` (offline scheduling).
+//!
+//! # Layout
+//!
+//! - [`Cli`] and [`Command`]: the clap definition; [`main`] runs it and maps errors to one
+//!   `error: ...` line each on stderr and exit code 1.
+//! - [`cmd`]: one module per verb (`apply`, `get`, `describe`, `delete`, `label`, `taint`,
+//!   `cordon`/`uncordon`), mini-redis style, sharing a [`cmd::Context`].
+//! - [`manifest`]: reading and checking manifests (files, folders, stdin).
+//! - [`config`] and [`client`]: finding the scheduler and talking to it.
+//! - [`output`]: tables, ages and status columns as kubectl prints them.
+//! - [`dev`]: `berth dev`.
+#![warn(missing_docs)]
+
+pub mod client;
+pub mod cmd;
+pub mod config;
+pub mod dev;
+pub mod manifest;
+pub mod output;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// `berth`: the command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "berth",
+    version,
+    about = "Berth: a Kubernetes-style scheduler. kubectl's verbs for its pods, nodes and priority classes.",
+    propagate_version = true
+)]
+pub struct Cli {
+    /// Flags every verb accepts.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// The verb.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags accepted before or after any verb.
+#[derive(Args, Debug, Clone, Default)]
+pub struct GlobalArgs {
+    /// Address of the Berth scheduler (`http://host:port` or `host:port`). Default: the
+    /// `server` in $BERTH_CONFIG or ~/.berth/config (written by `berth dev`), else
+    /// http://127.0.0.1:7070.
+    #[arg(long, global = true, env = config::SERVER_ENV, value_name = "ADDRESS")]
+    pub server: Option<String>,
+    /// Namespace of namespaced objects (default: `default`).
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+}
+
+/// The verbs.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create or update objects from manifests (files, folders, `-` for stdin).
+    Apply(cmd::apply::ApplyArgs),
+    /// List objects, or show some by name, as a table, YAML or JSON.
+    Get(cmd::get::GetArgs),
+    /// Show details of pods or nodes, with their events.
+    Describe(cmd::describe::DescribeArgs),
+    /// Delete objects by name, by selector, or as named in manifests.
+    Delete(cmd::delete::DeleteArgs),
+    /// Add, change or remove labels of objects.
+    Label(cmd::label::LabelArgs),
+    /// Add, change or remove taints of nodes.
+    Taint(cmd::taint::TaintArgs),
+    /// Mark nodes unschedulable.
+    Cordon(cmd::cordon::CordonArgs),
+    /// Mark nodes schedulable again.
+    Uncordon(cmd::cordon::CordonArgs),
+    /// Run a local cluster: a scheduler and agents, until Ctrl-C.
+    Dev(dev::DevArgs),
+}
+
+/// Runs `berth` with the process's arguments and standard streams; returns the exit code.
+pub fn main() -> ExitCode {
+    // `berth scheduler ...` and `berth agent ...` run the scheduler or an agent in this
+    // process, with the flags of `berth-scheduler` and `berth-agent`: `berth dev` starts its
+    // cluster this way, so that `cargo run --bin berth -- dev` needs no other binary.
+    let mut argv = std::env::args_os().skip(1);
+    let mode = argv.next();
+    let embedded: Option<(&str, fn(Vec<std::ffi::OsString>) -> anyhow::Result<()>)> =
+        match mode.as_ref().and_then(|m| m.to_str()) {
+            Some("scheduler") => Some(("berth scheduler", |a| {
+                berth_scheduler::server::cli::main_from(a)
+            })),
+            Some("agent") => Some(("berth agent", |a| berth_agent::cli::main_from(a))),
+            _ => None,
+        };
+    if let Some((name, run)) = embedded {
+        let command_line: Vec<std::ffi::OsString> =
+            std::iter::once(name.into()).chain(argv).collect();
+        return match run(command_line) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let cli = Cli::parse();
+    let default_level = match cli.command {
+        Command::Dev(_) => "info",
+        _ => "warn",
+    };
+    init_tracing(default_level);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut io = cmd::Io::stdio();
+    runtime.block_on(execute(cli, &mut io))
+}
+
+/// Logs go to stderr, filtered by `RUST_LOG` (default: `default_level`).
+fn init_tracing(default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    // A second initialization (tests) keeps the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Runs a parsed command line with the given output streams; errors are written to
+/// `io.err`, one `error: ...` line each.
+pub async fn execute(cli: Cli, io: &mut cmd::Io) -> ExitCode {
+    let result = match cli.command {
+        Command::Dev(args) => dev::run(args).await,
+        command => {
+            let mut ctx = cmd::Context::new(cli.global, io);
+            cmd::run(command, &mut ctx).await
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => cmd::report(&e, io),
+    }
+}

@@ -402,9 +402,14 @@ impl pb::agent_server::Agent for AgentService {
                             SessionEvent::Pod(pod) => {
                                 let uid = pod.metadata.uid.clone();
                                 if pod.status.phase.is_terminal() {
-                                    started.remove(&uid);
-                                    continue;
-                                }
+                                    // Ended by the agent itself, or by the server (preempted,
+                                    // evicted): in the second case the agent still runs it.
+                                    if started.remove(&uid) && !pod.status.reason.is_empty() {
+                                        stop_msg(&pod, &pod.status.reason)
+                                    } else {
+                                        continue;
+                                    }
+                                } else
                                 if pod.metadata.deletion_timestamp.is_some() {
                                     started.remove(&uid);
                                     stop_msg(&pod, "Deleted")

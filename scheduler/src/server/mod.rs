@@ -222,7 +222,17 @@ pub mod cli {
 
     /// `berth-scheduler`'s `main`.
     pub fn main() -> anyhow::Result<()> {
-        run_with(Command::parse().args)
+        main_from(std::env::args_os())
+    }
+
+    /// As [`main`], with the command line given (the first item is the program name);
+    /// `berth scheduler ...` runs the scheduler this way.
+    pub fn main_from<I, T>(command_line: I) -> anyhow::Result<()>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        run_with(Command::parse_from(command_line).args)
     }
 
     /// Installs a `tracing` subscriber filtered by `RUST_LOG` (default `info`).

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use berth_proto::model::{Kind, Object, Pod, PodCondition, Time};
+use berth_proto::model::{Kind, Object, Pod, PodCondition, PodPhase, Time};
 use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -16,7 +16,7 @@ use tracing::{debug, info, info_span, warn};
 use super::events::{pod_ref, EventRecorder, NORMAL, WARNING};
 use super::writer::{FailureNotice, Write, Writer};
 use crate::cycle::{Algorithm, ScheduleOptions, ScheduleResult};
-use crate::framework::{PodInfo, Snapshot};
+use crate::framework::{Nomination, PodInfo, Snapshot};
 use crate::profile::Profiles;
 use crate::queue::{ClusterEvent, QueueConfig, QueuedPod, SchedulingQueue};
 
@@ -288,19 +288,33 @@ impl SchedulingLoop {
             &ScheduleOptions::default(),
         );
         let now = Instant::now();
-        match result {
+        match &result {
             ScheduleResult::Scheduled { node, .. } => {
+                let node = node.clone();
                 debug!(node = %node, "scheduled");
                 self.assume_and_bind(queued.info, node);
             }
-            ScheduleResult::Unschedulable { diagnosis, message, .. } => {
+            ScheduleResult::Unschedulable { .. } => {
+                let message = result.failure_message().unwrap_or_default();
                 debug!(%message, "unschedulable");
-                let plugins = diagnosis.unschedulable_plugins.clone();
+                let ScheduleResult::Unschedulable {
+                    diagnosis,
+                    nomination,
+                    ..
+                } = result
+                else {
+                    unreachable!("matched Unschedulable above")
+                };
                 self.mark_unschedulable(&pod, message, true);
-                self.queue.add_unschedulable(queued, plugins, now);
+                if let Some(nomination) = nomination {
+                    self.preempt(&pod, nomination);
+                }
+                self.queue
+                    .add_unschedulable(queued, diagnosis.unschedulable_plugins, now);
             }
             ScheduleResult::Error(e) => {
                 warn!(error = %e, "scheduling attempt failed");
+                let queued = queued;
                 self.queue.requeue_after_error(queued, now);
             }
         }
@@ -345,6 +359,82 @@ impl SchedulingLoop {
                 pod.metadata.namespace, pod.metadata.name, node
             ),
         );
+    }
+
+    /// Acts on a preemption proposal: the victims end with reason Preempted (their agents
+    /// stop them gracefully), the preemptor is nominated to the node, and both get an Event.
+    /// The victims' resources are freed at once, so the preemptor's next attempt finds room.
+    fn preempt(&mut self, pod: &Arc<Pod>, nomination: Nomination) {
+        let node = nomination.node;
+        let mut names = Vec::with_capacity(nomination.victims.len());
+        for victim in &nomination.victims {
+            names.push(format!("{}/{}", victim.namespace, victim.name));
+            self.snapshot.remove_pod(&victim.uid);
+            let Some(known) = self.pods.get(&victim.uid) else {
+                continue;
+            };
+            let mut ended = (*known.pod).clone();
+            ended.status.phase = PodPhase::Failed;
+            ended.status.reason = "Preempted".into();
+            ended.status.message = format!(
+                "Preempted by pod {}/{} on node {}",
+                pod.metadata.namespace, pod.metadata.name, node
+            );
+            set_condition(
+                &mut ended.status.conditions,
+                PodCondition {
+                    type_: "DisruptionTarget".into(),
+                    status: "True".into(),
+                    reason: "PreemptionByScheduler".into(),
+                    message: format!("{}: preempting to accommodate a higher priority pod", "default-scheduler"),
+                    last_transition_time: Some(Time::now()),
+                    ..Default::default()
+                },
+            );
+            self.events.record(
+                pod_ref(&ended),
+                NORMAL,
+                "Preempted",
+                format!(
+                    "Preempted by pod {} on node {}",
+                    pod.metadata.uid, node
+                ),
+            );
+            self.writer.submit(Write {
+                op: Op::Update {
+                    object: Object::Pod(ended),
+                    precondition: Precondition::None,
+                },
+                on_failure: None,
+            });
+        }
+        info!(node = %node, victims = ?names, "preempting");
+        self.events.record(
+            pod_ref(pod),
+            NORMAL,
+            "Preempting",
+            format!(
+                "Preempting {} pod(s) on node {}: {}",
+                names.len(),
+                node,
+                names.join(", ")
+            ),
+        );
+        let Some(known) = self.pods.get_mut(&pod.metadata.uid) else {
+            return;
+        };
+        let mut nominated = (*known.pod).clone();
+        nominated.status.nominated_node_name = node;
+        // The nominated pod is written without a precondition: the unschedulable condition
+        // written just before may not have landed yet.
+        known.last_message = None;
+        self.writer.submit(Write {
+            op: Op::Update {
+                object: Object::Pod(nominated),
+                precondition: Precondition::None,
+            },
+            on_failure: None,
+        });
     }
 
     /// A binding could not be stored: forget the placement and try the pod again.

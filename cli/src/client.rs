@@ -1,0 +1,315 @@
+//! The CLI's connection to the scheduler's `Berth` service: connecting with a clear error when
+//! nothing listens, and the verbs (apply, get, list, delete) in terms of model objects.
+
+use std::time::Duration;
+
+use berth_proto::convert::{kind_from_pb, kind_to_pb, object_from_pb, object_to_pb, ConvertError};
+use berth_proto::model::{Kind, Object};
+use berth_proto::pb;
+use berth_proto::pb::berth_client::BerthClient;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+
+use crate::config::normalize_server;
+
+/// How long to wait for the TCP connection before reporting the server unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest response accepted: a list of many thousands of pods is several megabytes.
+const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
+
+/// Why a call to the scheduler failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The address is not a valid URI.
+    #[error("invalid server address {server:?}: {reason}")]
+    InvalidAddress {
+        /// The address as given.
+        server: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Nothing answers at the address, or the connection broke.
+    #[error("cannot reach the Berth scheduler at {server}: {reason}. Is `berth dev` running?")]
+    Unreachable {
+        /// The address.
+        server: String,
+        /// The underlying cause, e.g. `connection refused`.
+        reason: String,
+    },
+    /// The server refused the request; its message is shown as is.
+    #[error("{}", .status.message())]
+    Rpc {
+        /// The gRPC status.
+        status: Status,
+    },
+    /// The server sent an object this client cannot read.
+    #[error("unreadable object from the server: {0}")]
+    Convert(#[from] ConvertError),
+}
+
+impl ClientError {
+    /// The gRPC code of a refused request.
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            ClientError::Rpc { status } => Some(status.code()),
+            _ => None,
+        }
+    }
+
+    /// Whether the server said the object does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.code() == Some(Code::NotFound)
+    }
+
+    /// Whether the server refused a write because the object changed meanwhile.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self.code(), Some(Code::Aborted | Code::FailedPrecondition))
+    }
+}
+
+/// The last error in a chain of sources, as a short lowercase phrase: `connection refused`
+/// rather than `Connection refused (os error 111)`.
+fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = err;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let text = cause.to_string();
+    let text = match text.find(" (os error ") {
+        Some(i) => &text[..i],
+        None => &text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => "unknown error".into(),
+    }
+}
+
+/// Connects to the `Berth` service at `server` (`http://host:port`, or `host:port`). The
+/// error is a [`ClientError`] (`InvalidAddress` or `Unreachable`), wrapped for `anyhow`
+/// callers such as `berth dev`.
+pub async fn connect(server: &str) -> anyhow::Result<BerthClient<Channel>> {
+    Ok(try_connect(server).await?)
+}
+
+/// [`connect`], with the typed error.
+async fn try_connect(server: &str) -> Result<BerthClient<Channel>, ClientError> {
+    let url = normalize_server(server);
+    let endpoint = Endpoint::from_shared(url.clone())
+        .map_err(|e| ClientError::InvalidAddress {
+            server: server.to_string(),
+            reason: root_cause(&e),
+        })?
+        .connect_timeout(CONNECT_TIMEOUT);
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| ClientError::Unreachable {
+            server: url,
+            reason: root_cause(&e),
+        })?;
+    Ok(BerthClient::new(channel)
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES))
+}
+
+/// What the server did with one applied object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// The object's kind.
+    pub kind: Kind,
+    /// Namespace (empty for cluster-scoped kinds).
+    pub namespace: String,
+    /// Name (as stored, so a generated name is filled in).
+    pub name: String,
+    /// `created`, `configured` or `unchanged`.
+    pub action: String,
+    /// The object's resource version after the write.
+    pub resource_version: String,
+}
+
+/// A connected client, speaking in model objects.
+#[derive(Clone, Debug)]
+pub struct Client {
+    inner: BerthClient<Channel>,
+    server: String,
+}
+
+impl Client {
+    /// Connects to `server`; see [`connect`].
+    pub async fn connect(server: &str) -> Result<Self, ClientError> {
+        Ok(Client {
+            inner: try_connect(server).await?,
+            server: normalize_server(server),
+        })
+    }
+
+    /// The server's address.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    fn status_error(&self, status: Status) -> ClientError {
+        if status.code() == Code::Unavailable {
+            let reason = match std::error::Error::source(&status) {
+                Some(source) => root_cause(source),
+                None => status.message().to_lowercase(),
+            };
+            ClientError::Unreachable {
+                server: self.server.clone(),
+                reason,
+            }
+        } else {
+            ClientError::Rpc { status }
+        }
+    }
+
+    /// Applies objects all together (all or nothing); with `dry_run` the server validates and
+    /// reports without storing.
+    pub async fn apply(
+        &mut self,
+        objects: &[Object],
+        dry_run: bool,
+    ) -> Result<Vec<Applied>, ClientError> {
+        let request = pb::ApplyRequest {
+            objects: objects.iter().map(object_to_pb).collect(),
+            dry_run,
+        };
+        let response = self
+            .inner
+            .apply(request)
+            .await
+            .map_err(|s| self.status_error(s))?;
+        response
+            .into_inner()
+            .results
+            .into_iter()
+            .map(|r| {
+                Ok(Applied {
+                    kind: kind_from_pb(r.kind)?,
+                    namespace: r.namespace,
+                    name: r.name,
+                    action: r.action,
+                    resource_version: r.resource_version,
+                })
+            })
+            .collect()
+    }
+
+    /// Reads one object.
+    pub async fn get(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Object, ClientError> {
+        let request = pb::GetRequest {
+            kind: kind_to_pb(kind) as i32,
+            namespace: scoped_namespace(kind, namespace),
+            name: name.to_string(),
+        };
+        let object = self
+            .inner
+            .get(request)
+            .await
+            .map_err(|s| self.status_error(s))?;
+        Ok(object_from_pb(object.into_inner())?)
+    }
+
+    /// Lists objects of a kind: in `namespace` (empty: all), matching `label_selector`
+    /// (kubectl syntax, empty: all) and, for pods, bound to `node_name` (empty: any).
+    pub async fn list(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        label_selector: &str,
+        node_name: &str,
+    ) -> Result<Vec<Object>, ClientError> {
+        let request = pb::ListRequest {
+            kind: kind_to_pb(kind) as i32,
+            namespace: scoped_namespace(kind, namespace),
+            label_selector: label_selector.to_string(),
+            node_name: node_name.to_string(),
+        };
+        let response = self
+            .inner
+            .list(request)
+            .await
+            .map_err(|s| self.status_error(s))?;
+        response
+            .into_inner()
+            .objects
+            .into_iter()
+            .map(|o| object_from_pb(o).map_err(ClientError::from))
+            .collect()
+    }
+
+    /// Deletes an object, returning it as it was (or as marked for deletion). A non-empty
+    /// `resource_version` makes the delete conditional on it.
+    pub async fn delete(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<Option<Object>, ClientError> {
+        let request = pb::DeleteRequest {
+            kind: kind_to_pb(kind) as i32,
+            namespace: scoped_namespace(kind, namespace),
+            name: name.to_string(),
+            resource_version: resource_version.to_string(),
+        };
+        let response = self
+            .inner
+            .delete(request)
+            .await
+            .map_err(|s| self.status_error(s))?;
+        response
+            .into_inner()
+            .object
+            .map(object_from_pb)
+            .transpose()
+            .map_err(ClientError::from)
+    }
+}
+
+/// The namespace to send for a kind: none for cluster-scoped kinds.
+fn scoped_namespace(kind: Kind, namespace: &str) -> String {
+    if kind.is_namespaced() {
+        namespace.to_string()
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn unreachable_server_gets_a_clear_message() {
+        // Bind and drop a listener so that the port is very likely closed.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        drop(listener);
+        let err = try_connect(&addr.to_string())
+            .await
+            .expect_err("nothing listens");
+        let want = format!(
+            "cannot reach the Berth scheduler at http://{addr}: connection refused. Is `berth dev` running?"
+        );
+        assert_eq!(err.to_string(), want);
+    }
+
+    #[test]
+    fn root_cause_is_short_and_lowercase() {
+        let io = std::io::Error::other("Connection refused (os error 111)");
+        assert_eq!(root_cause(&io), "connection refused");
+        let err = ClientError::Rpc {
+            status: Status::not_found("pod default/x not found"),
+        };
+        assert_eq!(err.to_string(), "pod default/x not found");
+        assert!(err.is_not_found());
+    }
+}

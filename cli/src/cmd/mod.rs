@@ -1,0 +1,391 @@
+//! The client verbs, one module each, and what they share: the [`Context`] (flags, output
+//! streams, the connection), resource arguments as kubectl reads them, and error reporting.
+
+pub mod apply;
+pub mod cordon;
+pub mod delete;
+pub mod describe;
+pub mod fields;
+pub mod get;
+pub mod label;
+pub mod taint;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::bail;
+use berth_proto::model::{Kind, Object};
+
+use crate::client::{Client, ClientError};
+use crate::{config, Command, GlobalArgs};
+
+/// Namespace used when `-n` is not given.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// How many times a read-modify-write verb (label, taint, cordon) retries after a conflict.
+const CONFLICT_RETRIES: usize = 5;
+
+/// Where a verb writes: its normal output and its diagnostics.
+pub struct Io {
+    /// Normal output (stdout).
+    pub out: Box<dyn Write + Send>,
+    /// Diagnostics and errors (stderr).
+    pub err: Box<dyn Write + Send>,
+}
+
+impl Io {
+    /// The process's standard output and error.
+    pub fn stdio() -> Self {
+        Io {
+            out: Box::new(std::io::stdout()),
+            err: Box::new(std::io::stderr()),
+        }
+    }
+}
+
+/// What every verb gets: the global flags and the output streams.
+pub struct Context<'a> {
+    global: GlobalArgs,
+    /// Output streams.
+    pub io: &'a mut Io,
+}
+
+impl<'a> Context<'a> {
+    /// A context for one command.
+    pub fn new(global: GlobalArgs, io: &'a mut Io) -> Self {
+        Context { global, io }
+    }
+
+    /// The namespace from `-n`, or `default`.
+    pub fn namespace(&self) -> &str {
+        self.global
+            .namespace
+            .as_deref()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or(DEFAULT_NAMESPACE)
+    }
+
+    /// The namespace from `-n`, if it was given.
+    pub fn explicit_namespace(&self) -> Option<&str> {
+        self.global.namespace.as_deref().filter(|ns| !ns.is_empty())
+    }
+
+    /// Connects to the scheduler named by the flags, environment or config file.
+    pub async fn connect(&self) -> anyhow::Result<Client> {
+        let server = config::resolve_server(self.global.server.as_deref())?;
+        Ok(Client::connect(&server).await?)
+    }
+
+    /// Writes `text` to the normal output.
+    pub fn print(&mut self, text: &str) -> std::io::Result<()> {
+        self.io.out.write_all(text.as_bytes())?;
+        self.io.out.flush()
+    }
+
+    /// Writes one `error: ...` line per line of `message` to the diagnostics stream, for a
+    /// failure that does not stop the verb (one of several objects).
+    pub fn error_line(&mut self, message: &str) -> std::io::Result<()> {
+        for line in message.lines() {
+            writeln!(self.io.err, "error: {line}")?;
+        }
+        self.io.err.flush()
+    }
+
+    /// Writes a note (not an error) to the diagnostics stream.
+    pub fn note(&mut self, message: &str) -> std::io::Result<()> {
+        writeln!(self.io.err, "{message}")?;
+        self.io.err.flush()
+    }
+}
+
+/// Marks a failure whose errors were already printed (some objects of a verb failed): the
+/// exit code is 1 and nothing more is printed.
+#[derive(Debug, thiserror::Error)]
+#[error("{failed} of the requested operations failed")]
+pub struct Reported {
+    /// How many operations failed.
+    pub failed: usize,
+}
+
+/// Runs a client verb.
+pub async fn run(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<()> {
+    match command {
+        Command::Apply(args) => apply::run(args, ctx).await,
+        Command::Get(args) => get::run(args, ctx).await,
+        Command::Describe(args) => describe::run(args, ctx).await,
+        Command::Delete(args) => delete::run(args, ctx).await,
+        Command::Label(args) => label::run(args, ctx).await,
+        Command::Taint(args) => taint::run(args, ctx).await,
+        Command::Cordon(args) => cordon::run(args, true, ctx).await,
+        Command::Uncordon(args) => cordon::run(args, false, ctx).await,
+        Command::Dev(_) => bail!("`berth dev` is not a client verb"),
+    }
+}
+
+/// Prints an error as one `error: ...` line per line of its message, and returns exit code 1.
+/// A closed stdout (`berth get pods | head`) ends quietly.
+pub fn report(err: &anyhow::Error, io: &mut Io) -> ExitCode {
+    let broken_pipe = err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe {
+        return ExitCode::SUCCESS;
+    }
+    if err.downcast_ref::<Reported>().is_none() {
+        for line in render_error(err).lines() {
+            let _ = writeln!(io.err, "error: {line}");
+        }
+        let _ = io.err.flush();
+    }
+    ExitCode::FAILURE
+}
+
+/// An error and its causes on one line (`outer: cause`), leaving out a cause whose text the
+/// message already includes (thiserror messages often embed their source).
+fn render_error(err: &anyhow::Error) -> String {
+    let mut message = err.to_string();
+    for cause in err.chain().skip(1) {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
+}
+
+/// Parses a resource type as kubectl accepts it (`pods`, `po`, `node`, `pc`,
+/// `priorityclasses.scheduling.k8s.io`).
+pub fn parse_kind(text: &str) -> anyhow::Result<Kind> {
+    let kind = Kind::from_cli(text).or_else(|| {
+        let (resource, group) = text.split_once('.')?;
+        let kind = Kind::from_cli(resource)?;
+        let expected_group = kind.api_version().rsplit_once('/').map_or("", |(g, _)| g);
+        (group == expected_group).then_some(kind)
+    });
+    match kind {
+        Some(kind) => Ok(kind),
+        None => bail!("the server doesn't have a resource type {text:?}"),
+    }
+}
+
+/// Which objects a verb's positional arguments name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Targets {
+    /// `pods`, `pods,nodes`, `pods web db`: kinds, and names (none means all).
+    Kinds {
+        /// The kinds, in the order given.
+        kinds: Vec<Kind>,
+        /// Names; empty for "every object of the kinds".
+        names: Vec<String>,
+    },
+    /// `pod/web node/n1`: each argument a kind and a name.
+    Named(Vec<(Kind, String)>),
+}
+
+/// Reads kubectl-style resource arguments: `TYPE[,TYPE...] [NAME...]` or `TYPE/NAME...`.
+pub fn parse_targets(args: &[String]) -> anyhow::Result<Targets> {
+    let Some(first) = args.first() else {
+        bail!("you must specify the type of resource");
+    };
+    if first.contains('/') {
+        let mut named = Vec::new();
+        for arg in args {
+            let Some((kind, name)) = arg.split_once('/') else {
+                bail!("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'berth get resource/<resource_name>' instead of 'berth get resource resource/<resource_name>')");
+            };
+            if name.is_empty() {
+                bail!("arguments in resource/name form must have a single resource and name");
+            }
+            named.push((parse_kind(kind)?, name.to_string()));
+        }
+        return Ok(Targets::Named(named));
+    }
+    let kinds = first
+        .split(',')
+        .filter(|k| !k.is_empty())
+        .map(parse_kind)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let names = args[1..].to_vec();
+    if let Some(bad) = names.iter().find(|n| n.contains('/')) {
+        bail!("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'berth get resource/<resource_name>' instead of 'berth get resource {bad}')");
+    }
+    Ok(Targets::Kinds { kinds, names })
+}
+
+/// The objects of one kind that a verb works on: those named (in `namespace`), or those
+/// listed. Used by verbs that need each object once by kind and name.
+pub fn named_objects(targets: &Targets) -> Vec<(Kind, String)> {
+    match targets {
+        Targets::Named(named) => named.clone(),
+        Targets::Kinds { kinds, names } => kinds
+            .iter()
+            .flat_map(|k| names.iter().map(move |n| (*k, n.clone())))
+            .collect(),
+    }
+}
+
+/// Sorts objects by namespace, then name, for stable output.
+pub fn sort_objects(objects: &mut [Object]) {
+    objects.sort_by(|a, b| {
+        (&a.meta().namespace, &a.meta().name).cmp(&(&b.meta().namespace, &b.meta().name))
+    });
+}
+
+/// `pod/web`, as kubectl prints an object in `-o name` and verb messages.
+pub fn object_ref(kind: Kind, name: &str) -> String {
+    format!("{}/{name}", crate::output::kind_display(kind))
+}
+
+/// What a read-modify-write change decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Update {
+    /// Write the modified object, then print the message.
+    Write(String),
+    /// Nothing to write; print the message.
+    Unchanged(String),
+}
+
+/// Reads an object, lets `change` modify it, and applies it with its resource version as a
+/// precondition; on a conflict (someone else wrote it meanwhile) starts again, a few times.
+/// Returns the message `change` chose.
+pub async fn read_modify_write<F>(
+    client: &mut Client,
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+    mut change: F,
+) -> anyhow::Result<String>
+where
+    F: FnMut(&mut Object) -> anyhow::Result<Update>,
+{
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut object = client.get(kind, namespace, name).await?;
+        let message = match change(&mut object)? {
+            Update::Unchanged(message) => return Ok(message),
+            Update::Write(message) => message,
+        };
+        match client.apply(std::slice::from_ref(&object), false).await {
+            Ok(_) => return Ok(message),
+            Err(e) if e.is_conflict() && attempt < CONFLICT_RETRIES => {
+                tracing::debug!(%name, attempt, error = %e, "conflict, retrying");
+                tokio::time::sleep(Duration::from_millis(20 * attempt as u64)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Runs a read-modify-write verb over several objects: prints each message, prints each
+/// failure as an `error:` line and goes on with the next object, and fails at the end if any
+/// object failed.
+pub async fn update_each<F>(
+    ctx: &mut Context<'_>,
+    objects: Vec<(Kind, String)>,
+    mut change: F,
+) -> anyhow::Result<()>
+where
+    F: FnMut(&mut Object) -> anyhow::Result<Update>,
+{
+    let mut client = ctx.connect().await?;
+    let namespace = ctx.namespace().to_string();
+    let mut failed = 0;
+    for (kind, name) in objects {
+        match read_modify_write(&mut client, kind, &namespace, &name, &mut change).await {
+            Ok(message) => ctx.print(&format!("{message}\n"))?,
+            Err(e) => {
+                ctx.error_line(&e.to_string())?;
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(Reported { failed }.into());
+    }
+    Ok(())
+}
+
+/// Whether an error is the server's "not found".
+pub fn is_not_found(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<ClientError>()
+        .is_some_and(ClientError::is_not_found)
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+
+    #[test]
+    fn resource_arguments_like_kubectl() {
+        struct Case {
+            name: &'static str,
+            args: &'static [&'static str],
+            want: Result<Targets, &'static str>,
+        }
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let cases = [
+            Case {
+                name: "kind only",
+                args: &["pods"],
+                want: Ok(Targets::Kinds {
+                    kinds: vec![Kind::Pod],
+                    names: vec![],
+                }),
+            },
+            Case {
+                name: "kinds and names",
+                args: &["po,no", "a", "b"],
+                want: Ok(Targets::Kinds {
+                    kinds: vec![Kind::Pod, Kind::Node],
+                    names: s(&["a", "b"]),
+                }),
+            },
+            Case {
+                name: "resource/name form",
+                args: &["pod/web", "priorityclasses.scheduling.k8s.io/high"],
+                want: Ok(Targets::Named(vec![
+                    (Kind::Pod, "web".into()),
+                    (Kind::PriorityClass, "high".into()),
+                ])),
+            },
+            Case {
+                name: "unknown type",
+                args: &["deployments"],
+                want: Err("the server doesn't have a resource type \"deployments\""),
+            },
+            Case {
+                name: "wrong group",
+                args: &["pods.apps"],
+                want: Err("the server doesn't have a resource type \"pods.apps\""),
+            },
+            Case {
+                name: "mixed forms",
+                args: &["pod/web", "db"],
+                want: Err("there is no need to specify a resource type as a separate argument"),
+            },
+            Case {
+                name: "nothing",
+                args: &[],
+                want: Err("you must specify the type of resource"),
+            },
+        ];
+        for case in cases {
+            let got = parse_targets(&s(case.args));
+            match (got, case.want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{}", case.name),
+                (Err(got), Err(want)) => {
+                    assert!(got.to_string().starts_with(want), "{}: {got}", case.name)
+                }
+                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
+            }
+        }
+    }
+}

@@ -1,0 +1,639 @@
+//! Command tests against an in-memory `Berth` service on loopback: each verb runs as a parsed
+//! command line, end to end through gRPC, with its stdout, stderr and exit code checked.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use berth_proto::convert::{kind_from_pb, kind_to_pb, object_from_pb, object_to_pb};
+use berth_proto::model::{
+    Event, Kind, Node, Object, ObjectKey, ObjectMeta, ObjectReference, Pod, Time,
+};
+use berth_proto::pb;
+use berth_proto::pb::berth_server::{Berth, BerthServer};
+use clap::Parser;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::{Request, Response, Status};
+
+use super::Io;
+use crate::{execute, Cli};
+
+/// The in-memory store behind the fake service.
+#[derive(Default)]
+struct State {
+    objects: BTreeMap<ObjectKey, Object>,
+    version: u64,
+    /// Applies to refuse with a conflict before accepting one (to exercise retries).
+    conflicts_to_inject: usize,
+    /// Requests seen, by verb.
+    applies: usize,
+}
+
+#[derive(Clone, Default)]
+struct Fake {
+    state: Arc<Mutex<State>>,
+}
+
+fn not_found(key: &ObjectKey) -> Status {
+    let name = if key.namespace.is_empty() {
+        key.name.clone()
+    } else {
+        format!("{}/{}", key.namespace, key.name)
+    };
+    Status::not_found(format!(
+        "{} {name} not found",
+        key.kind.as_str().to_lowercase()
+    ))
+}
+
+/// The object without the fields the server sets, to tell "unchanged" from "configured".
+fn comparable(object: &Object) -> Object {
+    let mut o = object.clone();
+    let meta = o.meta_mut();
+    meta.resource_version.clear();
+    meta.uid.clear();
+    meta.creation_timestamp = None;
+    o
+}
+
+#[tonic::async_trait]
+impl Berth for Fake {
+    async fn apply(
+        &self,
+        request: Request<pb::ApplyRequest>,
+    ) -> Result<Response<pb::ApplyResponse>, Status> {
+        let request = request.into_inner();
+        let mut state = self.state.lock().expect("state lock");
+        state.applies += 1;
+        if state.conflicts_to_inject > 0 {
+            state.conflicts_to_inject -= 1;
+            return Err(Status::aborted("the object has been modified; please apply your changes to the latest version and try again"));
+        }
+        let mut results = Vec::new();
+        let mut writes = Vec::new();
+        for msg in request.objects {
+            let mut object =
+                object_from_pb(msg).map_err(|e| Status::invalid_argument(e.to_string()))?;
+            if let Err(e) = berth_proto::validate::validate_object(&object) {
+                return Err(Status::invalid_argument(e.to_string()));
+            }
+            let key = object.key();
+            let existing = state.objects.get(&key);
+            let wanted_version = object.meta().resource_version.clone();
+            if let Some(existing) = existing {
+                if !wanted_version.is_empty() && wanted_version != existing.meta().resource_version
+                {
+                    return Err(Status::aborted(format!("{key} was modified")));
+                }
+            }
+            let action = match existing {
+                None => "created",
+                Some(e) if comparable(e) == comparable(&object) => "unchanged",
+                Some(_) => "configured",
+            };
+            let version = state.version + 1 + writes.len() as u64;
+            let meta = object.meta_mut();
+            meta.resource_version = version.to_string();
+            match existing {
+                Some(e) => {
+                    meta.uid = e.meta().uid.clone();
+                    meta.creation_timestamp = e.meta().creation_timestamp;
+                }
+                None => {
+                    meta.uid = format!("uid-{version}");
+                    meta.creation_timestamp = Some(Time::now());
+                }
+            }
+            results.push(pb::ApplyResult {
+                kind: kind_to_pb(key.kind) as i32,
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+                action: action.to_string(),
+                resource_version: version.to_string(),
+            });
+            if action != "unchanged" {
+                writes.push((key, object));
+            }
+        }
+        if !request.dry_run {
+            state.version += writes.len() as u64;
+            for (key, object) in writes {
+                state.objects.insert(key, object);
+            }
+        }
+        Ok(Response::new(pb::ApplyResponse { results }))
+    }
+
+    async fn get(&self, request: Request<pb::GetRequest>) -> Result<Response<pb::Object>, Status> {
+        let request = request.into_inner();
+        let kind =
+            kind_from_pb(request.kind).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let key = ObjectKey::new(kind, &request.namespace, &request.name);
+        let state = self.state.lock().expect("state lock");
+        match state.objects.get(&key) {
+            Some(object) => Ok(Response::new(object_to_pb(object))),
+            None => Err(not_found(&key)),
+        }
+    }
+
+    async fn list(
+        &self,
+        request: Request<pb::ListRequest>,
+    ) -> Result<Response<pb::ListResponse>, Status> {
+        let request = request.into_inner();
+        let kind =
+            kind_from_pb(request.kind).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let selector = berth_proto::selector::parse(&request.label_selector)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let state = self.state.lock().expect("state lock");
+        let objects = state
+            .objects
+            .values()
+            .filter(|o| o.kind() == kind)
+            .filter(|o| request.namespace.is_empty() || o.meta().namespace == request.namespace)
+            .filter(|o| selector.matches(&o.meta().labels))
+            .filter(|o| match o {
+                Object::Pod(p) => {
+                    request.node_name.is_empty() || p.spec.node_name == request.node_name
+                }
+                _ => true,
+            })
+            .map(object_to_pb)
+            .collect();
+        Ok(Response::new(pb::ListResponse {
+            objects,
+            resource_version: state.version.to_string(),
+        }))
+    }
+
+    async fn delete(
+        &self,
+        request: Request<pb::DeleteRequest>,
+    ) -> Result<Response<pb::DeleteResponse>, Status> {
+        let request = request.into_inner();
+        let kind =
+            kind_from_pb(request.kind).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let key = ObjectKey::new(kind, &request.namespace, &request.name);
+        let mut state = self.state.lock().expect("state lock");
+        match state.objects.remove(&key) {
+            Some(object) => Ok(Response::new(pb::DeleteResponse {
+                object: Some(object_to_pb(&object)),
+            })),
+            None => Err(not_found(&key)),
+        }
+    }
+
+    type WatchStream = std::pin::Pin<
+        Box<dyn tokio_stream::Stream<Item = Result<pb::WatchEvent, Status>> + Send + 'static>,
+    >;
+
+    async fn watch(
+        &self,
+        _request: Request<pb::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        Err(Status::unimplemented("the CLI's verbs do not watch"))
+    }
+}
+
+/// The fake service listening on loopback.
+struct TestServer {
+    addr: SocketAddr,
+    fake: Fake,
+    dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let fake = Fake::default();
+        let service = BerthServer::new(fake.clone());
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(TcpListenerStream::new(listener)),
+        );
+        TestServer {
+            addr,
+            fake,
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// Writes a manifest file and returns its path.
+    fn manifest(&self, name: &str, text: &str) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).expect("write manifest");
+        path.display().to_string()
+    }
+
+    fn insert(&self, object: Object) {
+        let mut state = self.fake.state.lock().expect("state lock");
+        state.version += 1;
+        let mut object = object;
+        object.meta_mut().resource_version = state.version.to_string();
+        state.objects.insert(object.key(), object);
+    }
+
+    fn object(&self, kind: Kind, namespace: &str, name: &str) -> Option<Object> {
+        let state = self.fake.state.lock().expect("state lock");
+        state
+            .objects
+            .get(&ObjectKey::new(kind, namespace, name))
+            .cloned()
+    }
+
+    fn node(&self, name: &str) -> Node {
+        match self.object(Kind::Node, "", name) {
+            Some(Object::Node(node)) => node,
+            other => panic!("node {name}: {other:?}"),
+        }
+    }
+
+    /// Runs `berth --server ADDR ARGS...`; returns the exit code, stdout and stderr.
+    async fn berth(&self, args: &[&str]) -> (bool, String, String) {
+        run_berth(&self.addr.to_string(), args).await
+    }
+}
+
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("buffer lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Buffer {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().expect("buffer lock").clone()).expect("UTF-8 output")
+    }
+}
+
+async fn run_berth(server: &str, args: &[&str]) -> (bool, String, String) {
+    let head = ["berth", "--server", server];
+    let argv = head.iter().chain(args).copied();
+    let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    let (out, err) = (Buffer::default(), Buffer::default());
+    let mut io = Io {
+        out: Box::new(out.clone()),
+        err: Box::new(err.clone()),
+    };
+    let code = execute(cli, &mut io).await;
+    (code == ExitCode::SUCCESS, out.text(), err.text())
+}
+
+const NODES: &str = "\
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {zone: a}
+status:
+  capacity: {cpu: 4, memory: 8Gi, pods: 110}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+status:
+  capacity: {cpu: 2, memory: 4Gi, pods: 110}
+";
+
+const WEB: &str = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  containers:
+  - name: app
+    image: nginx
+    resources:
+      requests: {cpu: 500m, memory: 256Mi}
+";
+
+#[tokio::test]
+async fn apply_reports_created_configured_unchanged() {
+    let server = TestServer::start().await;
+    let nodes = server.manifest("nodes.yaml", NODES);
+    let web = server.manifest("web.yaml", WEB);
+
+    let (ok, out, err) = server.berth(&["apply", "-f", &nodes, "-f", &web]).await;
+    assert!(ok, "{err}");
+    assert_eq!(out, "node/n1 created\nnode/n2 created\npod/web created\n");
+
+    let (ok, out, _) = server.berth(&["apply", "-f", &web]).await;
+    assert!(ok);
+    assert_eq!(out, "pod/web unchanged\n");
+
+    let changed = server.manifest("web.yaml", &WEB.replace("500m", "750m"));
+    let (ok, out, _) = server.berth(&["apply", "-f", &changed, "--dry-run"]).await;
+    assert!(ok);
+    assert_eq!(out, "pod/web configured (server dry run)\n");
+    let (ok, out, _) = server.berth(&["apply", "-f", &changed]).await;
+    assert!(ok);
+    assert_eq!(out, "pod/web configured\n");
+    let Some(Object::Pod(pod)) = server.object(Kind::Pod, "default", "web") else {
+        panic!("pod stored");
+    };
+    assert_eq!(
+        pod.spec.containers[0].resources.requests["cpu"].millis(),
+        750
+    );
+
+    let (ok, _, err) = server
+        .berth(&[
+            "apply",
+            "-n",
+            "prod",
+            "-f",
+            &server.manifest(
+                "ns.yaml",
+                &WEB.replace("name: web", "name: web\n  namespace: dev"),
+            ),
+        ])
+        .await;
+    assert!(!ok);
+    assert!(err.starts_with("error: the namespace from the provided object \"dev\" does not match the namespace \"prod\""), "{err}");
+}
+
+#[tokio::test]
+async fn invalid_manifests_are_reported_and_nothing_is_sent() {
+    let server = TestServer::start().await;
+    let bad = server.manifest(
+        "bad.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers:\n  - name: app\n    resoures: {}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+    );
+    let (ok, out, err) = server.berth(&["apply", "-f", &bad]).await;
+    assert!(!ok);
+    assert_eq!(out, "");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines[0].starts_with(&format!("error: {bad}: document 1 (Pod a): spec.containers[0].resoures: unknown field \"resoures\"")), "{err}");
+    assert!(
+        lines[1].starts_with(&format!(
+            "error: {bad}: document 2 (Service s): kind \"Service\" is not supported"
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        server.fake.state.lock().expect("lock").applies,
+        0,
+        "nothing sent"
+    );
+}
+
+#[tokio::test]
+async fn get_prints_tables_yaml_and_errors() {
+    let server = TestServer::start().await;
+    let nodes = server.manifest("nodes.yaml", NODES);
+    let web = server.manifest("web.yaml", WEB);
+    assert!(server.berth(&["apply", "-f", &nodes, "-f", &web]).await.0);
+
+    let (ok, out, _) = server.berth(&["get", "pods"]).await;
+    assert!(ok);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "NAME   READY   STATUS    RESTARTS   AGE");
+    assert!(
+        lines[1].starts_with("web    0/1     Pending   0          "),
+        "{out}"
+    );
+
+    let (ok, out, _) = server.berth(&["get", "nodes", "-o", "wide"]).await;
+    assert!(ok);
+    assert!(
+        out.starts_with(
+            "NAME   STATUS    ROLES    AGE   CPU   MEMORY   PODS   INTERNAL-IP   TAINTS\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("\nn2     Unknown   <none>   "), "{out}");
+
+    let (ok, out, _) = server.berth(&["get", "pod", "web", "-o", "yaml"]).await;
+    assert!(ok);
+    assert!(
+        out.starts_with("apiVersion: v1\nkind: Pod\nmetadata:\n"),
+        "{out}"
+    );
+
+    let (ok, out, _) = server
+        .berth(&["get", "no", "-l", "zone=a", "-o", "name"])
+        .await;
+    assert!(ok);
+    assert_eq!(out, "node/n1\n");
+
+    let (ok, out, err) = server.berth(&["get", "pods", "-n", "other"]).await;
+    assert!(ok);
+    assert_eq!(
+        (out.as_str(), err.as_str()),
+        ("", "No resources found in other namespace.\n")
+    );
+
+    let (ok, out, err) = server
+        .berth(&["get", "pods", "--field-selector", "spec.nodeName=n1"])
+        .await;
+    assert!(ok, "{err}");
+    assert_eq!(out, "");
+
+    let (ok, out, err) = server.berth(&["get", "pod", "web", "missing"]).await;
+    assert!(!ok);
+    assert!(out.starts_with("NAME"), "found objects still print: {out}");
+    assert_eq!(err, "error: pod default/missing not found\n");
+
+    let (ok, _, err) = server.berth(&["get", "deployments"]).await;
+    assert!(!ok);
+    assert_eq!(
+        err,
+        "error: the server doesn't have a resource type \"deployments\"\n"
+    );
+}
+
+#[tokio::test]
+async fn label_taint_and_cordon_modify_nodes() {
+    let server = TestServer::start().await;
+    let nodes = server.manifest("nodes.yaml", NODES);
+    assert!(server.berth(&["apply", "-f", &nodes]).await.0);
+
+    let (ok, out, err) = server.berth(&["label", "nodes", "n1", "disk=ssd"]).await;
+    assert!(ok, "{err}");
+    assert_eq!(out, "node/n1 labeled\n");
+    let (ok, _, err) = server.berth(&["label", "nodes", "n1", "zone=b"]).await;
+    assert!(!ok);
+    assert_eq!(
+        err,
+        "error: 'zone' already has a value (a), and --overwrite is false\n"
+    );
+    let (ok, out, _) = server
+        .berth(&["label", "node/n1", "zone=b", "--overwrite"])
+        .await;
+    assert!(ok);
+    assert_eq!(out, "node/n1 labeled\n");
+    let (ok, out, _) = server.berth(&["label", "nodes", "n1", "disk-"]).await;
+    assert!(ok);
+    assert_eq!(out, "node/n1 unlabeled\n");
+    assert_eq!(
+        server.node("n1").metadata.labels,
+        [("zone".to_string(), "b".to_string())].into()
+    );
+
+    // Two conflicts in a row: the taint is still written, after re-reading the node.
+    server.fake.state.lock().expect("lock").conflicts_to_inject = 2;
+    let (ok, out, err) = server
+        .berth(&["taint", "nodes", "n1", "dedicated=gpu:NoSchedule"])
+        .await;
+    assert!(ok, "{err}");
+    assert_eq!(out, "node/n1 tainted\n");
+    assert_eq!(server.node("n1").spec.taints.len(), 1);
+    let (ok, _, err) = server
+        .berth(&["taint", "nodes", "n1", "dedicated=db:NoSchedule"])
+        .await;
+    assert!(!ok);
+    assert_eq!(err, "error: node n1 already has dedicated taint(s) with same effect(s) and --overwrite is false\n");
+    let (ok, out, _) = server.berth(&["taint", "nodes", "n1", "dedicated-"]).await;
+    assert!(ok);
+    assert_eq!(out, "node/n1 untainted\n");
+    assert!(server.node("n1").spec.taints.is_empty());
+
+    let (ok, out, _) = server.berth(&["cordon", "n1", "n2"]).await;
+    assert!(ok);
+    assert_eq!(out, "node/n1 cordoned\nnode/n2 cordoned\n");
+    let (ok, out, _) = server.berth(&["cordon", "n1"]).await;
+    assert!(ok);
+    assert_eq!(out, "node/n1 already cordoned\n");
+    let (ok, out, _) = server.berth(&["get", "nodes"]).await;
+    assert!(ok);
+    assert!(
+        out.contains("\nn1     Unknown,SchedulingDisabled   "),
+        "{out}"
+    );
+    let (ok, out, _) = server.berth(&["uncordon", "n1"]).await;
+    assert!(ok);
+    assert_eq!(out, "node/n1 uncordoned\n");
+    assert!(!server.node("n1").spec.unschedulable);
+
+    let (ok, _, err) = server.berth(&["cordon", "nope"]).await;
+    assert!(!ok);
+    assert_eq!(err, "error: node nope not found\n");
+}
+
+#[tokio::test]
+async fn delete_by_name_selector_and_manifest() {
+    let server = TestServer::start().await;
+    let nodes = server.manifest("nodes.yaml", NODES);
+    let web = server.manifest("web.yaml", WEB);
+    assert!(server.berth(&["apply", "-f", &nodes, "-f", &web]).await.0);
+
+    let (ok, out, err) = server.berth(&["delete", "-f", &web]).await;
+    assert!(ok, "{err}");
+    assert_eq!(out, "pod \"web\" deleted\n");
+    assert!(server.object(Kind::Pod, "default", "web").is_none());
+
+    let (ok, out, err) = server.berth(&["delete", "pod", "web"]).await;
+    assert!(!ok);
+    assert_eq!(
+        (out.as_str(), err.as_str()),
+        ("", "error: pod default/web not found\n")
+    );
+    let (ok, _, _) = server
+        .berth(&["delete", "pod", "web", "--ignore-not-found"])
+        .await;
+    assert!(ok);
+
+    let (ok, out, _) = server.berth(&["delete", "nodes", "-l", "zone=a"]).await;
+    assert!(ok);
+    assert_eq!(out, "node \"n1\" deleted\n");
+    let (ok, out, _) = server.berth(&["delete", "node/n2"]).await;
+    assert!(ok);
+    assert_eq!(out, "node \"n2\" deleted\n");
+
+    let (ok, _, err) = server.berth(&["delete", "pods"]).await;
+    assert!(!ok);
+    assert_eq!(
+        err,
+        "error: resource(s) were provided, but no name was specified\n"
+    );
+}
+
+#[tokio::test]
+async fn describe_pod_shows_its_failed_scheduling_event() {
+    let server = TestServer::start().await;
+    let web = server.manifest("web.yaml", WEB);
+    assert!(server.berth(&["apply", "-f", &web]).await.0);
+    let Some(Object::Pod(Pod { metadata, .. })) = server.object(Kind::Pod, "default", "web") else {
+        panic!("pod stored");
+    };
+    server.insert(Object::Event(Event {
+        metadata: ObjectMeta {
+            name: "web.1".into(),
+            namespace: "default".into(),
+            ..Default::default()
+        },
+        involved_object: ObjectReference {
+            kind: "Pod".into(),
+            namespace: "default".into(),
+            name: "web".into(),
+            uid: metadata.uid.clone(),
+            ..Default::default()
+        },
+        reason: "FailedScheduling".into(),
+        message: "0/0 nodes are available: no nodes available to schedule pods.".into(),
+        type_: "Warning".into(),
+        count: 1,
+        last_timestamp: Some(Time::now()),
+        reporting_component: "default-scheduler".into(),
+        ..Default::default()
+    }));
+
+    let (ok, out, err) = server.berth(&["describe", "pod", "web"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with("Name:         web\nNamespace:    default\n"),
+        "{out}"
+    );
+    assert!(out.contains("  Warning  FailedScheduling  "), "{out}");
+    assert!(
+        out.contains(
+            "default-scheduler  0/0 nodes are available: no nodes available to schedule pods.\n"
+        ),
+        "{out}"
+    );
+
+    let (ok, out, err) = server.berth(&["get", "events"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with("LAST SEEN   TYPE      REASON             OBJECT    MESSAGE\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Warning   FailedScheduling   pod/web   0/0 nodes"),
+        "{out}"
+    );
+
+    let (ok, _, err) = server.berth(&["describe", "pod", "nope"]).await;
+    assert!(!ok);
+    assert_eq!(err, "error: pod default/nope not found\n");
+}
+
+#[tokio::test]
+async fn unreachable_server_is_one_clear_line() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    drop(listener);
+    let (ok, out, err) = run_berth(&addr, &["get", "pods"]).await;
+    assert!(!ok);
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        format!("error: cannot reach the Berth scheduler at http://{addr}: connection refused. Is `berth dev` running?\n")
+    );
+}
