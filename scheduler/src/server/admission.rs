@@ -25,7 +25,17 @@ pub fn describe(obj: &Object) -> String {
 /// Applies defaults and validates a new or re-applied object. Pods get their namespace,
 /// schedulerName, restartPolicy, grace period and priority; status written by a client on a
 /// pod is dropped (the scheduler and agents own it).
-pub fn admit(store: &dyn ObjectStore, mut obj: Object) -> Result<Object> {
+pub fn admit(store: &dyn ObjectStore, obj: Object) -> Result<Object> {
+    admit_with(store, obj, &[])
+}
+
+/// As [`admit`], also seeing the PriorityClasses of the same request (`pending`), so that a
+/// manifest may hold a class and the pods that use it, as with kubectl.
+pub fn admit_with(
+    store: &dyn ObjectStore,
+    mut obj: Object,
+    pending: &[PriorityClass],
+) -> Result<Object> {
     if obj.kind().is_namespaced() && obj.meta().namespace.is_empty() {
         obj.meta_mut().namespace = "default".to_string();
     }
@@ -40,10 +50,10 @@ pub fn admit(store: &dyn ObjectStore, mut obj: Object) -> Result<Object> {
     })?;
     if let Object::Pod(pod) = &mut obj {
         default_pod(pod);
-        resolve_priority(store, pod)?;
+        resolve_priority(store, pod, pending)?;
     }
     if let Object::PriorityClass(pc) = &obj {
-        check_priority_class(store, pc)?;
+        check_priority_class(store, pc, pending)?;
     }
     Ok(obj)
 }
@@ -61,10 +71,20 @@ fn default_pod(pod: &mut Pod) {
     }
 }
 
-/// Looks a class up among the stored ones and the built-in system classes.
+/// Looks a class up among the built-in system classes and the stored ones.
 pub fn priority_class(store: &dyn ObjectStore, name: &str) -> Result<Option<PriorityClass>> {
+    priority_class_with(store, name, &[])
+}
+
+/// As [`priority_class`], the classes of the current request (`pending`) first.
+fn priority_class_with(
+    store: &dyn ObjectStore,
+    name: &str,
+    pending: &[PriorityClass],
+) -> Result<Option<PriorityClass>> {
     if let Some(pc) = PriorityClass::system_classes()
         .into_iter()
+        .chain(pending.iter().cloned())
         .find(|pc| pc.metadata.name == name)
     {
         return Ok(Some(pc));
@@ -77,23 +97,20 @@ pub fn priority_class(store: &dyn ObjectStore, name: &str) -> Result<Option<Prio
 
 /// Kubernetes' Priority admission: `priorityClassName` becomes `spec.priority` and
 /// `spec.preemptionPolicy`; without a class, the globalDefault class applies, else 0.
-fn resolve_priority(store: &dyn ObjectStore, pod: &mut Pod) -> Result<()> {
+fn resolve_priority(store: &dyn ObjectStore, pod: &mut Pod, pending: &[PriorityClass]) -> Result<()> {
     let class = if pod.spec.priority_class_name.is_empty() {
-        let default = store
-            .list(Kind::PriorityClass, None)?
-            .into_iter()
-            .filter_map(|o| match o {
-                Object::PriorityClass(pc) if pc.global_default => Some(pc),
-                _ => None,
-            })
-            .next();
+        let default = pending
+            .iter()
+            .find(|pc| pc.global_default)
+            .cloned()
+            .map_or_else(|| global_default(store), |pc| Ok(Some(pc)))?;
         if let Some(pc) = &default {
             pod.spec.priority_class_name = pc.metadata.name.clone();
         }
         default
     } else {
         let name = pod.spec.priority_class_name.clone();
-        Some(priority_class(store, &name)?.ok_or_else(|| Error::Forbidden {
+        Some(priority_class_with(store, &name, pending)?.ok_or_else(|| Error::Forbidden {
             context: format!("pod {:?}", pod.metadata.name),
             reason: format!("no PriorityClass with name {name} was found"),
         })?)
@@ -121,20 +138,31 @@ fn resolve_priority(store: &dyn ObjectStore, pod: &mut Pod) -> Result<()> {
     Ok(())
 }
 
-/// At most one class may be the global default; user classes may not take system names.
-fn check_priority_class(store: &dyn ObjectStore, pc: &PriorityClass) -> Result<()> {
+/// The stored class marked globalDefault, if any.
+fn global_default(store: &dyn ObjectStore) -> Result<Option<PriorityClass>> {
+    Ok(store
+        .list(Kind::PriorityClass, None)?
+        .into_iter()
+        .find_map(|o| match o {
+            Object::PriorityClass(pc) if pc.global_default => Some(pc),
+            _ => None,
+        }))
+}
+
+/// At most one class may be the global default, counting the stored ones and those of the
+/// same request.
+fn check_priority_class(
+    store: &dyn ObjectStore,
+    pc: &PriorityClass,
+    pending: &[PriorityClass],
+) -> Result<()> {
     if pc.global_default {
-        let other = store
-            .list(Kind::PriorityClass, None)?
-            .into_iter()
-            .find_map(|o| match o {
-                Object::PriorityClass(other)
-                    if other.global_default && other.metadata.name != pc.metadata.name =>
-                {
-                    Some(other.metadata.name)
-                }
-                _ => None,
-            });
+        let stored = global_default(store)?.into_iter();
+        let other = stored
+            .chain(pending.iter().cloned())
+            .filter(|other| other.global_default && other.metadata.name != pc.metadata.name)
+            .map(|other| other.metadata.name)
+            .next();
         if let Some(other) = other {
             return Err(Error::Forbidden {
                 context: format!("priorityclass {:?}", pc.metadata.name),

@@ -41,12 +41,27 @@ impl ApiService {
         let mut ops = Vec::with_capacity(req.objects.len());
         let mut results = Vec::with_capacity(req.objects.len());
         let mut seen = std::collections::HashSet::new();
-        for (i, pb_obj) in req.objects.into_iter().enumerate() {
-            let obj = object_from_pb(pb_obj).map_err(|source| Error::Convert {
-                context: format!("object {}", i + 1),
-                source,
-            })?;
-            let obj = admission::admit(self.store.as_ref(), obj)?;
+        let objects = req
+            .objects
+            .into_iter()
+            .enumerate()
+            .map(|(i, pb_obj)| {
+                object_from_pb(pb_obj).map_err(|source| Error::Convert {
+                    context: format!("object {}", i + 1),
+                    source,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // Pods may use the PriorityClasses of the same apply.
+        let classes: Vec<_> = objects
+            .iter()
+            .filter_map(|o| match o {
+                Object::PriorityClass(pc) => Some(pc.clone()),
+                _ => None,
+            })
+            .collect();
+        for obj in objects {
+            let obj = admission::admit_with(self.store.as_ref(), obj, &classes)?;
             let key = obj.key();
             if !seen.insert(key.clone()) {
                 return Err(Error::BadRequest(format!(
