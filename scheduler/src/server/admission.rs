@@ -97,7 +97,11 @@ fn priority_class_with(
 
 /// Kubernetes' Priority admission: `priorityClassName` becomes `spec.priority` and
 /// `spec.preemptionPolicy`; without a class, the globalDefault class applies, else 0.
-fn resolve_priority(store: &dyn ObjectStore, pod: &mut Pod, pending: &[PriorityClass]) -> Result<()> {
+fn resolve_priority(
+    store: &dyn ObjectStore,
+    pod: &mut Pod,
+    pending: &[PriorityClass],
+) -> Result<()> {
     let class = if pod.spec.priority_class_name.is_empty() {
         let default = pending
             .iter()
@@ -110,10 +114,12 @@ fn resolve_priority(store: &dyn ObjectStore, pod: &mut Pod, pending: &[PriorityC
         default
     } else {
         let name = pod.spec.priority_class_name.clone();
-        Some(priority_class_with(store, &name, pending)?.ok_or_else(|| Error::Forbidden {
-            context: format!("pod {:?}", pod.metadata.name),
-            reason: format!("no PriorityClass with name {name} was found"),
-        })?)
+        Some(
+            priority_class_with(store, &name, pending)?.ok_or_else(|| Error::Forbidden {
+                context: format!("pod {:?}", pod.metadata.name),
+                reason: format!("no PriorityClass with name {name} was found"),
+            })?,
+        )
     };
     let value = class.as_ref().map_or(0, |pc| pc.value);
     if let Some(given) = pod.spec.priority {
@@ -228,14 +234,18 @@ pub fn merge_update(stored: &Object, incoming: Object) -> Result<(Object, ApplyA
                         .to_string(),
                 });
             }
-            if !old.spec.node_name.is_empty() && old.spec.scheduling_gates != new.spec.scheduling_gates {
+            if !old.spec.node_name.is_empty()
+                && old.spec.scheduling_gates != new.spec.scheduling_gates
+            {
                 return Err(Error::Forbidden {
                     context: format!("pod {:?}", new.metadata.name),
                     reason: "scheduling gates may not be changed on a bound pod".to_string(),
                 });
             }
             if old.status.phase == PodPhase::Pending && new.spec.scheduling_gates.is_empty() {
-                new.status.conditions.retain(|c| c.reason != "SchedulingGated");
+                new.status
+                    .conditions
+                    .retain(|c| c.reason != "SchedulingGated");
             }
         }
         (Object::PriorityClass(old), Object::PriorityClass(new)) => {
@@ -265,4 +275,271 @@ pub fn merge_update(stored: &Object, incoming: Object) -> Result<(Object, ApplyA
         ApplyAction::Configured
     };
     Ok((merged, action))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_proto::model::{Container, ObjectMeta, PodSchedulingGate, Toleration};
+    use berth_store::{Op, SledStore};
+
+    fn pod(name: &str, class: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: name.into(),
+                ..Default::default()
+            },
+            spec: berth_proto::model::PodSpec {
+                containers: vec![Container {
+                    name: "main".into(),
+                    image: "nginx".into(),
+                    ..Default::default()
+                }],
+                priority_class_name: class.into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn class(name: &str, value: i32, global_default: bool, never: bool) -> PriorityClass {
+        PriorityClass {
+            metadata: ObjectMeta {
+                name: name.into(),
+                ..Default::default()
+            },
+            value,
+            global_default,
+            preemption_policy: never.then_some(PreemptionPolicy::Never),
+            ..Default::default()
+        }
+    }
+
+    fn store_with(classes: Vec<PriorityClass>) -> SledStore {
+        let store = SledStore::temporary().expect("temporary store");
+        let ops = classes
+            .into_iter()
+            .map(|c| Op::Create(Object::PriorityClass(c)))
+            .collect::<Vec<_>>();
+        if !ops.is_empty() {
+            store.commit(ops).expect("storing classes");
+        }
+        store
+    }
+
+    fn admitted_pod(store: &SledStore, p: Pod) -> Result<Pod> {
+        match admit(store, Object::Pod(p))? {
+            Object::Pod(p) => Ok(p),
+            other => panic!("admission changed the kind: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn pods_get_kubernetes_defaults() {
+        let store = store_with(vec![]);
+        let p = admitted_pod(&store, pod("web", "")).unwrap();
+        assert_eq!(p.metadata.namespace, "default");
+        assert_eq!(p.spec.scheduler_name, "default-scheduler");
+        assert_eq!(p.spec.restart_policy, Some(RestartPolicy::Always));
+        assert_eq!(p.spec.termination_grace_period_seconds, Some(30));
+        assert_eq!(p.spec.priority, Some(0));
+        assert_eq!(
+            p.spec.preemption_policy,
+            Some(PreemptionPolicy::PreemptLowerPriority)
+        );
+    }
+
+    #[test]
+    fn priority_comes_from_the_class() {
+        struct Case {
+            name: &'static str,
+            classes: Vec<PriorityClass>,
+            class: &'static str,
+            explicit: Option<i32>,
+            want: std::result::Result<(i32, PreemptionPolicy, &'static str), &'static str>,
+        }
+        let cases = vec![
+            Case {
+                name: "named class",
+                classes: vec![class("high", 1000, false, false)],
+                class: "high",
+                explicit: None,
+                want: Ok((1000, PreemptionPolicy::PreemptLowerPriority, "high")),
+            },
+            Case {
+                name: "class with preemptionPolicy Never",
+                classes: vec![class("batch", 10, false, true)],
+                class: "batch",
+                explicit: None,
+                want: Ok((10, PreemptionPolicy::Never, "batch")),
+            },
+            Case {
+                name: "global default applies to pods without a class",
+                classes: vec![class("normal", 50, true, false)],
+                class: "",
+                explicit: None,
+                want: Ok((50, PreemptionPolicy::PreemptLowerPriority, "normal")),
+            },
+            Case {
+                name: "built-in system class",
+                classes: vec![],
+                class: "system-node-critical",
+                explicit: None,
+                want: Ok((
+                    2_000_001_000,
+                    PreemptionPolicy::PreemptLowerPriority,
+                    "system-node-critical",
+                )),
+            },
+            Case {
+                name: "unknown class is refused",
+                classes: vec![],
+                class: "nope",
+                explicit: None,
+                want: Err("no PriorityClass with name nope was found"),
+            },
+            Case {
+                name: "explicit priority that disagrees with the class is refused",
+                classes: vec![class("high", 1000, false, false)],
+                class: "high",
+                explicit: Some(7),
+                want: Err("must not be provided in pod spec"),
+            },
+            Case {
+                name: "explicit priority equal to the computed one is accepted",
+                classes: vec![class("high", 1000, false, false)],
+                class: "high",
+                explicit: Some(1000),
+                want: Ok((1000, PreemptionPolicy::PreemptLowerPriority, "high")),
+            },
+        ];
+        for case in cases {
+            let store = store_with(case.classes);
+            let mut p = pod("web", case.class);
+            p.spec.priority = case.explicit;
+            match (admitted_pod(&store, p), case.want) {
+                (Ok(p), Ok((value, policy, class))) => {
+                    assert_eq!(p.spec.priority, Some(value), "{}", case.name);
+                    assert_eq!(p.spec.preemption_policy, Some(policy), "{}", case.name);
+                    assert_eq!(p.spec.priority_class_name, class, "{}", case.name);
+                }
+                (Err(e), Err(want)) => {
+                    assert!(e.to_string().contains(want), "{}: got {e}", case.name)
+                }
+                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
+            }
+        }
+    }
+
+    #[test]
+    fn pods_may_use_classes_of_the_same_request() {
+        let store = store_with(vec![]);
+        let pending = vec![class("high", 1000, false, false)];
+        let obj = admit_with(&store, Object::Pod(pod("web", "high")), &pending).unwrap();
+        let Object::Pod(p) = obj else {
+            panic!("not a pod")
+        };
+        assert_eq!(p.spec.priority, Some(1000));
+    }
+
+    #[test]
+    fn only_one_global_default() {
+        let store = store_with(vec![class("a", 1, true, false)]);
+        let err = admit(&store, Object::PriorityClass(class("b", 2, true, false))).unwrap_err();
+        assert!(
+            err.to_string().contains("already marked as default"),
+            "{err}"
+        );
+        // Re-applying the same default class is fine.
+        admit(&store, Object::PriorityClass(class("a", 1, true, false))).unwrap();
+    }
+
+    #[test]
+    fn invalid_objects_name_the_field() {
+        let store = store_with(vec![]);
+        let mut p = pod("Bad_Name", "");
+        p.spec.containers.clear();
+        let err = admitted_pod(&store, p).unwrap_err().to_string();
+        assert!(err.contains("metadata.name"), "{err}");
+        assert!(err.contains("spec.containers"), "{err}");
+    }
+
+    #[test]
+    fn pod_updates_follow_kubernetes_rules() {
+        let store = store_with(vec![]);
+        let mut base = pod("web", "");
+        base.spec.scheduling_gates = vec![PodSchedulingGate {
+            name: "wait".into(),
+        }];
+        let stored = admit(&store, Object::Pod(base.clone())).unwrap();
+        struct Case {
+            name: &'static str,
+            change: fn(&mut Pod),
+            want: std::result::Result<ApplyAction, &'static str>,
+        }
+        let cases = [
+            Case {
+                name: "same manifest",
+                change: |_| {},
+                want: Ok(ApplyAction::Unchanged),
+            },
+            Case {
+                name: "labels may change",
+                change: |p| {
+                    p.metadata.labels.insert("tier".into(), "web".into());
+                },
+                want: Ok(ApplyAction::Configured),
+            },
+            Case {
+                name: "gates may be removed",
+                change: |p| p.spec.scheduling_gates.clear(),
+                want: Ok(ApplyAction::Configured),
+            },
+            Case {
+                name: "gates may not be added",
+                change: |p| {
+                    p.spec.scheduling_gates.push(PodSchedulingGate {
+                        name: "more".into(),
+                    })
+                },
+                want: Err("may not change fields"),
+            },
+            Case {
+                name: "tolerations may be added",
+                change: |p| {
+                    p.spec.tolerations.push(Toleration {
+                        key: "k".into(),
+                        ..Default::default()
+                    })
+                },
+                want: Ok(ApplyAction::Configured),
+            },
+            Case {
+                name: "containers may not change",
+                change: |p| p.spec.containers[0].image = "httpd".into(),
+                want: Err("may not change fields"),
+            },
+        ];
+        for case in cases {
+            let mut incoming = base.clone();
+            (case.change)(&mut incoming);
+            let incoming = admit(&store, Object::Pod(incoming)).unwrap();
+            match (merge_update(&stored, incoming), case.want) {
+                (Ok((_, action)), Ok(want)) => assert_eq!(action, want, "{}", case.name),
+                (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{}: {e}", case.name),
+                (got, want) => panic!("{}: got {:?}, want {want:?}", case.name, got.map(|g| g.1)),
+            }
+        }
+    }
+
+    #[test]
+    fn a_priority_class_value_is_immutable() {
+        let stored = Object::PriorityClass(class("high", 1000, false, false));
+        let err = merge_update(
+            &stored,
+            Object::PriorityClass(class("high", 5, false, false)),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("may not be changed"), "{err}");
+    }
 }

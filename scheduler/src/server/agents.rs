@@ -62,7 +62,12 @@ impl Sessions {
     }
 
     fn send(&self, node: &str, event: SessionEvent) {
-        if let Some((_, tx)) = self.by_node.lock().expect("sessions lock poisoned").get(node) {
+        if let Some((_, tx)) = self
+            .by_node
+            .lock()
+            .expect("sessions lock poisoned")
+            .get(node)
+        {
             let _ = tx.send(event);
         }
     }
@@ -77,12 +82,19 @@ impl Sessions {
 }
 
 /// Routes pod changes from the store to the sessions of their nodes, until the store closes.
-pub async fn dispatch(mut changes: broadcast::Receiver<Arc<Change>>, sessions: Arc<Sessions>, store: Arc<dyn ObjectStore>) {
+pub async fn dispatch(
+    mut changes: broadcast::Receiver<Arc<Change>>,
+    sessions: Arc<Sessions>,
+    store: Arc<dyn ObjectStore>,
+) {
     loop {
         match changes.recv().await {
             Ok(change) => route(&change, &sessions),
             Err(broadcast::error::RecvError::Lagged(n)) => {
-                warn!(missed = n, "agent dispatcher fell behind; resyncing every session");
+                warn!(
+                    missed = n,
+                    "agent dispatcher fell behind; resyncing every session"
+                );
                 resync_all(store.as_ref(), &sessions);
             }
             Err(broadcast::error::RecvError::Closed) => return,
@@ -137,7 +149,8 @@ impl AgentService {
         for _ in 0..5 {
             let (op, expected) = match self.store.get(&key)? {
                 None => {
-                    let obj = admission::admit(self.store.as_ref(), Object::Node(reported.clone()))?;
+                    let obj =
+                        admission::admit(self.store.as_ref(), Object::Node(reported.clone()))?;
                     (Op::Create(obj), None)
                 }
                 Some(Object::Node(mut stored)) => {
@@ -180,7 +193,12 @@ impl AgentService {
         };
         let mut changed = false;
         for mut c in conditions {
-            match node.status.conditions.iter_mut().find(|o| o.type_ == c.type_) {
+            match node
+                .status
+                .conditions
+                .iter_mut()
+                .find(|o| o.type_ == c.type_)
+            {
                 Some(old) if old.status == c.status && old.reason == c.reason => {}
                 Some(old) => {
                     c.last_transition_time = Some(Time::now());
@@ -255,7 +273,11 @@ impl AgentService {
             .list(Kind::Pod, None)?
             .into_iter()
             .filter_map(|o| match o {
-                Object::Pod(p) if p.spec.node_name == node_name && !p.status.phase.is_terminal() => Some(p),
+                Object::Pod(p)
+                    if p.spec.node_name == node_name && !p.status.phase.is_terminal() =>
+                {
+                    Some(p)
+                }
                 _ => None,
             })
             .collect())
@@ -282,8 +304,7 @@ fn stop_msg(pod: &Pod, reason: &str) -> pb::SchedulerMessage {
     }
 }
 
-type SessionStream =
-    Pin<Box<dyn Stream<Item = Result<pb::SchedulerMessage, Status>> + Send>>;
+type SessionStream = Pin<Box<dyn Stream<Item = Result<pb::SchedulerMessage, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl pb::agent_server::Agent for AgentService {

@@ -80,7 +80,11 @@ impl ApiService {
                     };
                     match action {
                         ApplyAction::Unchanged => {
-                            results.push(apply_result(&key, "unchanged", &stored.meta().resource_version));
+                            results.push(apply_result(
+                                &key,
+                                "unchanged",
+                                &stored.meta().resource_version,
+                            ));
                             continue;
                         }
                         ApplyAction::Configured => (
@@ -126,8 +130,8 @@ impl ApiService {
 
     fn list(&self, req: pb::ListRequest) -> Result<pb::ListResponse> {
         let kind = request_kind(req.kind)?;
-        let selector = selector::parse(&req.label_selector)
-            .map_err(|e| Error::BadRequest(e.to_string()))?;
+        let selector =
+            selector::parse(&req.label_selector).map_err(|e| Error::BadRequest(e.to_string()))?;
         let revision = self.store.revision();
         let namespace = (!req.namespace.is_empty()).then_some(req.namespace.as_str());
         let mut objects = self.store.list(kind, namespace)?;

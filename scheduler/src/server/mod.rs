@@ -103,11 +103,12 @@ pub async fn run(
         addr: args.listen,
         source: e,
     })?;
-    let store: Arc<dyn ObjectStore> =
-        Arc::new(SledStore::open(&args.data_dir).map_err(|source| ServeError::Store {
+    let store: Arc<dyn ObjectStore> = Arc::new(SledStore::open(&args.data_dir).map_err(
+        |source| ServeError::Store {
             path: args.data_dir.clone(),
             source,
-        })?);
+        },
+    )?);
     info!(data_dir = %args.data_dir.display(), revision = store.revision(), "store opened");
 
     let (failures_tx, failures_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -168,11 +169,12 @@ pub async fn run(
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(pb::berth_server::BerthServer::new(api::ApiService::new(store.clone())))
-        .add_service(pb::agent_server::AgentServer::new(agents::AgentService::new(
+        .add_service(pb::berth_server::BerthServer::new(api::ApiService::new(
             store.clone(),
-            sessions,
         )))
+        .add_service(pb::agent_server::AgentServer::new(
+            agents::AgentService::new(store.clone(), sessions),
+        ))
         .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
         .await
         .map_err(ServeError::Transport);
@@ -194,7 +196,11 @@ pub mod cli {
 
     /// Command line of `berth-scheduler`.
     #[derive(Parser, Debug)]
-    #[command(name = "berth-scheduler", version, about = "Berth's scheduler and API server")]
+    #[command(
+        name = "berth-scheduler",
+        version,
+        about = "Berth's scheduler and API server"
+    )]
     pub struct Command {
         /// Server flags.
         #[command(flatten)]
@@ -248,8 +254,9 @@ pub mod cli {
     async fn wait_for_signal() {
         #[cfg(unix)]
         {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .expect("installing the SIGTERM handler");
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("installing the SIGTERM handler");
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}

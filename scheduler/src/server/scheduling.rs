@@ -108,10 +108,9 @@ impl SchedulingLoop {
                 self.schedule(queued);
                 continue;
             }
-            let sleep = self
-                .queue
-                .next_wakeup()
-                .map_or(IDLE_TICK, |t| t.saturating_duration_since(now).min(IDLE_TICK));
+            let sleep = self.queue.next_wakeup().map_or(IDLE_TICK, |t| {
+                t.saturating_duration_since(now).min(IDLE_TICK)
+            });
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 change = self.changes.recv() => self.on_change_result(change),
@@ -164,7 +163,10 @@ impl SchedulingLoop {
         match change {
             Ok(change) => self.on_change(&change),
             Err(broadcast::error::RecvError::Lagged(n)) => {
-                warn!(missed = n, "scheduling loop fell behind the store; reloading");
+                warn!(
+                    missed = n,
+                    "scheduling loop fell behind the store; reloading"
+                );
                 if let Err(e) = self.resync() {
                     warn!(error = %e, "reload from the store failed");
                 }
@@ -386,7 +388,10 @@ impl SchedulingLoop {
                     type_: "DisruptionTarget".into(),
                     status: "True".into(),
                     reason: "PreemptionByScheduler".into(),
-                    message: format!("{}: preempting to accommodate a higher priority pod", "default-scheduler"),
+                    message: format!(
+                        "{}: preempting to accommodate a higher priority pod",
+                        "default-scheduler"
+                    ),
                     last_transition_time: Some(Time::now()),
                     ..Default::default()
                 },
@@ -395,10 +400,7 @@ impl SchedulingLoop {
                 pod_ref(&ended),
                 NORMAL,
                 "Preempted",
-                format!(
-                    "Preempted by pod {} on node {}",
-                    pod.metadata.uid, node
-                ),
+                format!("Preempted by pod {} on node {}", pod.metadata.uid, node),
             );
             self.writer.submit(Write {
                 op: Op::Update {
