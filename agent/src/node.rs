@@ -241,71 +241,14 @@ pub fn parse_label(entry: &str) -> Result<(String, String)> {
     Ok((key.to_string(), value.to_string()))
 }
 
-/// Checks a label or taint key: an optional DNS subdomain prefix and `/`, then a name of at
-/// most 63 alphanumerics, `-`, `_` or `.`, starting and ending with an alphanumeric.
-fn check_qualified_name(key: &str) -> Result<(), String> {
-    let name = match key.split_once('/') {
-        None => key,
-        Some((prefix, name)) => {
-            if prefix.is_empty() {
-                return Err("has an empty prefix before '/'".to_string());
-            }
-            if !is_dns_subdomain(prefix) {
-                return Err(format!(
-                    "has prefix {prefix:?}, which is not a lowercase DNS subdomain of at most 253 characters"
-                ));
-            }
-            name
-        }
-    };
-    if name.is_empty() {
-        return Err("has an empty name".to_string());
-    }
-    check_name_part(name)
+/// Checks a label or taint key with the API's own rules.
+fn check_qualified_name(key: &str) -> std::result::Result<(), String> {
+    berth_proto::validate::validate_label_key(key).map_err(|problems| problems.join("; "))
 }
 
-/// Checks a label or taint value: empty, or a name part (see [`check_name_part`]).
-fn check_label_value(value: &str) -> Result<(), String> {
-    if value.is_empty() {
-        Ok(())
-    } else {
-        check_name_part(value)
-    }
-}
-
-/// At most 63 characters of `[A-Za-z0-9_.-]`, starting and ending with an alphanumeric.
-fn check_name_part(s: &str) -> Result<(), String> {
-    if s.len() > 63 {
-        return Err("is longer than 63 characters".to_string());
-    }
-    let bytes = s.as_bytes();
-    let edges_ok =
-        bytes[0].is_ascii_alphanumeric() && bytes[bytes.len() - 1].is_ascii_alphanumeric();
-    let chars_ok = bytes
-        .iter()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if edges_ok && chars_ok {
-        Ok(())
-    } else {
-        Err(
-            "must hold only alphanumerics, '-', '_' or '.', and start and end with an alphanumeric"
-                .to_string(),
-        )
-    }
-}
-
-/// A DNS-1123 subdomain: at most 253 characters, dot-separated lowercase labels of
-/// alphanumerics and `-` that start and end with an alphanumeric.
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            !b.is_empty()
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-                && b[0] != b'-'
-                && b[b.len() - 1] != b'-'
-        })
+/// Checks a label or taint value with the API's own rules.
+fn check_label_value(value: &str) -> std::result::Result<(), String> {
+    berth_proto::validate::validate_label_value(value).map_err(|problems| problems.join("; "))
 }
 
 /// The machine's hostname, trimmed and lowercased as kubelet does for its default node name.
@@ -443,22 +386,22 @@ mod tests {
             Case {
                 name: "empty key",
                 entry: "=v:NoSchedule",
-                want: Err("has an empty name"),
+                want: Err("name part must be non-empty"),
             },
             Case {
                 name: "bad key",
                 entry: "-k:NoSchedule",
-                want: Err("key \"-k\" must hold only"),
+                want: Err("key \"-k\" name part must consist of alphanumeric"),
             },
             Case {
                 name: "bad value",
                 entry: "k=a b:NoSchedule",
-                want: Err("value \"a b\" must hold only"),
+                want: Err("value \"a b\" a valid label must be"),
             },
             Case {
                 name: "uppercase prefix",
                 entry: "Example.com/k:NoSchedule",
-                want: Err("not a lowercase DNS subdomain"),
+                want: Err("prefix part a lowercase RFC 1123 subdomain"),
             },
         ];
         for case in cases {
@@ -516,22 +459,22 @@ mod tests {
             Case {
                 name: "empty key",
                 entry: "=x",
-                want: Err("has an empty name"),
+                want: Err("name part must be non-empty"),
             },
             Case {
                 name: "empty prefix",
                 entry: "/zone=a",
-                want: Err("empty prefix"),
+                want: Err("prefix part must be non-empty"),
             },
             Case {
                 name: "too long value",
                 entry: "k=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-                want: Err("longer than 63"),
+                want: Err("no more than 63 characters"),
             },
             Case {
                 name: "bad value",
                 entry: "k=a=b",
-                want: Err("must hold only"),
+                want: Err("alphanumeric characters"),
             },
         ];
         for case in cases {
