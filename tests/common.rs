@@ -49,6 +49,42 @@ impl Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Sends a signal by name (`STOP`, `CONT`, `TERM`) without waiting.
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill -{name} {} failed", self.name);
+    }
+
+    /// Sends SIGTERM and waits for the process to exit on its own, failing the test if it
+    /// has not after [`TIMEOUT`]; returns its exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        self.signal("TERM");
+        let deadline = Instant::now() + TIMEOUT;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("{} did not exit within {TIMEOUT:?} of SIGTERM", self.name);
+    }
+}
+
+/// How a [`TestCluster`] is secured: flags added to every scheduler start, and the
+/// environment of every CLI run (token, CA). The default is an open, plaintext cluster.
+#[derive(Clone, Debug, Default)]
+pub struct Security {
+    /// Extra `berth-scheduler` flags (`--token-file`, `--tls-cert`, `--tls-key`).
+    pub scheduler_args: Vec<String>,
+    /// Token the CLI sends (as `BERTH_TOKEN`).
+    pub cli_token: Option<String>,
+    /// CA file the CLI and agents trust; the cluster's address is then https.
+    pub ca: Option<PathBuf>,
 }
 
 impl Drop for Proc {
@@ -64,25 +100,39 @@ pub struct TestCluster {
     pub port: u16,
     pub scheduler: Option<Proc>,
     pub agents: Vec<Proc>,
+    pub security: Security,
 }
 
 impl TestCluster {
     /// Starts a scheduler with an empty store.
     pub fn start() -> Self {
+        Self::start_with(|_| Security::default())
+    }
+
+    /// Starts a scheduler with an empty store, secured as `security` says; it gets the
+    /// cluster's folder, to write token files and certificates into.
+    pub fn start_with(security: impl FnOnce(&Path) -> Security) -> Self {
         let dir = tempfile::tempdir().expect("temporary folder");
+        let security = security(dir.path());
         let mut cluster = TestCluster {
             dir,
             port: free_port(),
             scheduler: None,
             agents: Vec::new(),
+            security,
         };
         cluster.start_scheduler();
         cluster
     }
 
-    /// The scheduler's address.
+    /// The scheduler's address (https when the cluster has a CA).
     pub fn server(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.security.ca.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     fn log(&self, name: &str) -> std::fs::File {
@@ -102,6 +152,7 @@ impl TestCluster {
             .arg(format!("127.0.0.1:{}", self.port))
             .arg("--data-dir")
             .arg(self.dir.path().join("store"))
+            .args(&self.security.scheduler_args)
             .stdout(Stdio::from(log.try_clone().unwrap()))
             .stderr(Stdio::from(log))
             .spawn()
@@ -117,11 +168,38 @@ impl TestCluster {
 
     /// Starts an agent with the sim runtime.
     pub fn start_agent(&mut self, name: &str, cpu: &str, memory: &str) {
+        self.start_agent_with(name, cpu, memory, &[], &[]);
+    }
+
+    /// Starts an agent with the sim runtime, extra flags and environment (`BERTH_TOKEN`).
+    /// It trusts the cluster's CA, if any.
+    pub fn start_agent_with(
+        &mut self,
+        name: &str,
+        cpu: &str,
+        memory: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) {
         let log = self.log(name);
-        let child = Command::new(env!("CARGO_BIN_EXE_berth-agent"))
-            .args(["--server", &self.server(), "--node-name", name, "--runtime", "sim"])
+        let mut command = Command::new(env!("CARGO_BIN_EXE_berth-agent"));
+        if let Some(ca) = &self.security.ca {
+            command.arg("--ca").arg(ca);
+        }
+        let child = command
+            .args([
+                "--server",
+                &self.server(),
+                "--node-name",
+                name,
+                "--runtime",
+                "sim",
+            ])
             .args(["--cpu", cpu, "--memory", memory, "--pods", "110"])
             .args(["--heartbeat-interval", "1s"])
+            .args(args)
+            .env_remove("BERTH_TOKEN")
+            .envs(env.iter().copied())
             .stdout(Stdio::from(log.try_clone().unwrap()))
             .stderr(Stdio::from(log))
             .spawn()
@@ -132,15 +210,44 @@ impl TestCluster {
         });
     }
 
-    /// Runs the CLI against this cluster.
+    /// Runs the CLI against this cluster, with the cluster's token and CA.
     pub fn berth(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_berth"))
+        self.berth_as(self.security.cli_token.as_deref(), args)
+    }
+
+    /// Runs the CLI against this cluster with `token` (none: no token at all).
+    pub fn berth_as(&self, token: Option<&str>, args: &[&str]) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
+        command
             .args(args)
             .env("BERTH_SERVER", self.server())
             .env("BERTH_CONFIG", self.dir.path().join("no-config"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("running berth")
+            .env_remove("BERTH_TOKEN")
+            .env_remove("BERTH_CA")
+            .stdin(Stdio::null());
+        if let Some(token) = token {
+            command.env("BERTH_TOKEN", token);
+        }
+        if let Some(ca) = &self.security.ca {
+            command.env("BERTH_CA", ca);
+        }
+        command.output().expect("running berth")
+    }
+
+    /// The agent process of a node.
+    pub fn agent(&mut self, name: &str) -> &mut Proc {
+        self.agents
+            .iter_mut()
+            .rev()
+            .find(|a| a.name == name)
+            .unwrap_or_else(|| panic!("no agent {name}"))
+    }
+
+    /// The log of one process so far, without terminal colour codes.
+    pub fn log_of(&self, name: &str) -> String {
+        let text = std::fs::read_to_string(self.dir.path().join(format!("{name}.log")))
+            .unwrap_or_default();
+        strip_ansi(&text)
     }
 
     /// Runs the CLI and returns stdout, failing the test (with stderr) if it fails.
@@ -172,7 +279,11 @@ impl TestCluster {
     /// Every log so far, for failure messages.
     pub fn logs(&self) -> String {
         let mut all = String::new();
-        for entry in std::fs::read_dir(self.dir.path()).into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir(self.dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let path = entry.path();
             if path.extension().is_some_and(|e| e == "log") {
                 let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -208,4 +319,153 @@ pub fn str_at<'a>(v: &'a serde_json::Value, pointer: &str) -> &'a str {
 /// Path helper for assertions.
 pub fn display(p: &Path) -> String {
     p.display().to_string()
+}
+
+/// A multi-threaded tokio runtime for tests that call the gRPC API directly.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("building a tokio runtime")
+}
+
+/// A plaintext channel to a cluster's scheduler (lazy: it connects on first use, and
+/// reconnects after the scheduler restarts).
+pub fn channel(rt: &tokio::runtime::Runtime, cluster: &TestCluster) -> tonic::transport::Channel {
+    let _in_runtime = rt.enter();
+    tonic::transport::Endpoint::from_shared(cluster.server())
+        .expect("valid address")
+        .connect_timeout(Duration::from_secs(2))
+        .connect_lazy()
+}
+
+/// The generated API client over `channel`, accepting large lists.
+pub fn api(
+    channel: &tonic::transport::Channel,
+) -> berth_proto::pb::berth_client::BerthClient<tonic::transport::Channel> {
+    berth_proto::pb::berth_client::BerthClient::new(channel.clone())
+        .max_decoding_message_size(256 * 1024 * 1024)
+        .max_encoding_message_size(256 * 1024 * 1024)
+}
+
+/// A request carrying `authorization: Bearer TOKEN` when a token is given.
+pub fn authorized<T>(message: T, token: Option<&str>) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    if let Some(token) = token {
+        request.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {token}").parse().expect("an ASCII token"),
+        );
+    }
+    request
+}
+
+/// Objects of a YAML manifest, as the API takes them.
+pub fn objects(yaml: &str) -> Vec<berth_proto::pb::Object> {
+    let loaded = berth_cli::manifest::parse_str("test.yaml", yaml, Default::default())
+        .unwrap_or_else(|e| panic!("test manifest: {e}"));
+    loaded
+        .manifests
+        .iter()
+        .map(|m| berth_proto::convert::object_to_pb(&m.object))
+        .collect()
+}
+
+/// A pod manifest requesting `cpu`, with optional extra `metadata` lines (YAML, indented
+/// by two spaces) and `spec` lines (indented by two spaces).
+pub fn pod_yaml(name: &str, cpu: &str, metadata: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n{metadata}spec:\n{spec}  containers:\n  - name: main\n    image: busybox\n    resources:\n      requests: {{cpu: {cpu}}}\n---\n"
+    )
+}
+
+/// Every pod, from a List call.
+pub fn list_pods(
+    rt: &tokio::runtime::Runtime,
+    channel: &tonic::transport::Channel,
+    token: Option<&str>,
+) -> Result<Vec<berth_proto::model::Pod>, tonic::Status> {
+    let request = berth_proto::pb::ListRequest {
+        kind: berth_proto::pb::Kind::Pod as i32,
+        ..Default::default()
+    };
+    let response = rt.block_on(api(channel).list(authorized(request, token)))?;
+    Ok(response
+        .into_inner()
+        .objects
+        .into_iter()
+        .filter_map(|o| match berth_proto::convert::object_from_pb(o) {
+            Ok(berth_proto::model::Object::Pod(p)) => Some(p),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Removes ANSI escape sequences (`ESC [ ... letter`) from log text.
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Polls `cond` until it holds, failing the test after `limit` (for the long runs of the
+/// crash and fault tests; the limit is a failure guard, never an expectation).
+pub fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("timed out after {limit:?} waiting until {what}");
+}
+
+/// The message an agent logs, with the pod's `uid=`, when it starts a pod.
+pub const POD_STARTED: &str = "pod started";
+/// The message an agent logs, with the pod's `uid=`, when it stops a pod.
+pub const POD_STOPPED: &str = "pod stopped";
+
+/// The uids of the log lines holding `message` ([`POD_STARTED`], [`POD_STOPPED`]).
+pub fn uids_logged(log: &str, message: &str) -> std::collections::HashSet<String> {
+    log.lines()
+        .filter(|line| line.contains(message))
+        .filter_map(|line| {
+            let rest = &line[line.find("uid=")? + 4..];
+            Some(rest.split_whitespace().next()?.to_string())
+        })
+        .collect()
+}
+
+/// CPU requested by a pod, in millicores (sum over its containers).
+pub fn cpu_millis(pod: &berth_proto::model::Pod) -> i64 {
+    pod.spec
+        .containers
+        .iter()
+        .filter_map(|c| c.resources.requests.get("cpu"))
+        .map(|q| q.millis())
+        .sum()
+}
+
+impl TestCluster {
+    /// Starts an open, plaintext cluster whose scheduler gets extra `flags` (shortened
+    /// durations, rates).
+    pub fn start_with_flags(flags: &[&str]) -> Self {
+        Self::start_with(|_| Security {
+            scheduler_args: flags.iter().map(|f| f.to_string()).collect(),
+            ..Default::default()
+        })
+    }
 }

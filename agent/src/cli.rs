@@ -2,6 +2,7 @@
 //! hidden `berth agent` subcommand) and [`main`], the binary's body.
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -9,6 +10,7 @@ use berth_proto::model::Taint;
 use berth_proto::Quantity;
 use clap::{Parser, ValueEnum};
 use tokio_util::sync::CancellationToken;
+use tonic::transport::Certificate;
 use tracing::info;
 use tracing_subscriber::EnvFilter;
 
@@ -22,9 +24,18 @@ use crate::node::{parse_label, parse_taint};
     about = "Berth's node agent: registers a node and runs the pods bound to it"
 )]
 pub struct Args {
-    /// Scheduler address: `http://host:port`, or `host:port`.
+    /// Scheduler address: `http://host:port`, `https://host:port`, or `host:port` (https
+    /// when --ca is given).
     #[arg(long, env = "BERTH_SERVER", default_value = "http://127.0.0.1:7070")]
     pub server: String,
+
+    /// Bearer token sent with every call: the node token from the scheduler's token file.
+    #[arg(long, env = "BERTH_TOKEN", hide_env_values = true, value_parser = parse_token)]
+    pub token: Option<String>,
+
+    /// PEM file of the CA that signed the scheduler's TLS certificate.
+    #[arg(long, env = "BERTH_CA", value_parser = read_ca)]
+    pub ca: Option<Certificate>,
 
     /// Name of the node; the machine's hostname, lowercased, when left out.
     #[arg(long)]
@@ -38,6 +49,56 @@ pub struct Args {
     /// How pods run.
     #[arg(long, value_enum, default_value_t = RuntimeKind::Sim)]
     pub runtime: RuntimeKind,
+
+    /// Folder of the process runtime's pod folders and logs (`<root>/pods/<uid>/`); its
+    /// filesystem is the node filesystem of `nodefs.available`. Default: a folder named
+    /// after the node under the temporary folder.
+    #[arg(long)]
+    pub root_dir: Option<PathBuf>,
+
+    /// First delay before restarting a container that exited (kubelet: 10s); it doubles at
+    /// each restart, up to 5 minutes.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub restart_backoff: Duration,
+
+    /// Number of simulated nodes this process hosts (with `--runtime sim`), each with its
+    /// own registration and session, named `<prefix>1` to `<prefix>N`.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub count: u32,
+
+    /// Prefix of the node names with `--count` (`sim-` gives sim-1, sim-2, ...).
+    #[arg(long, default_value = "sim-")]
+    pub node_name_prefix: String,
+
+    /// Filesystem size of a simulated node, for `nodefs.available`.
+    #[arg(long, default_value = "100Gi")]
+    pub sim_nodefs_capacity: Quantity,
+
+    /// Time between usage samples and eviction decisions.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub housekeeping_interval: Duration,
+
+    /// Hard eviction thresholds, `signal<value,...` (signals: memory.available,
+    /// nodefs.available, pid.available; values: quantities or percentages). Empty: none.
+    #[arg(long, default_value = crate::eviction::DEFAULT_EVICTION_HARD)]
+    pub eviction_hard: String,
+
+    /// Soft eviction thresholds, as --eviction-hard; each needs a grace period.
+    #[arg(long, default_value = "")]
+    pub eviction_soft: String,
+
+    /// Grace periods of the soft thresholds, `signal=duration,...` (`memory.available=30s`).
+    #[arg(long, default_value = "")]
+    pub eviction_soft_grace_period: String,
+
+    /// Minimum reclaims, `signal=quantity|percentage,...`: once met, a threshold holds until
+    /// the signal is this far above it.
+    #[arg(long, default_value = "")]
+    pub eviction_minimum_reclaim: String,
+
+    /// How long a pressure condition stays True after its signal recovered.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    pub eviction_pressure_transition_period: Duration,
 
     /// CPU capacity as a quantity (`4`, `3500m`); the machine's CPU count when left out.
     #[arg(long)]
@@ -69,11 +130,47 @@ pub struct Args {
     pub log_format: LogFormat,
 }
 
+/// A token must fit in an HTTP header as `Bearer TOKEN`.
+fn parse_token(token: &str) -> Result<String, String> {
+    let token = token.trim();
+    if token.is_empty() {
+        return Err("empty token".into());
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("a token may hold only visible ASCII characters".into());
+    }
+    Ok(token.to_string())
+}
+
+/// Reads a CA certificate file, which must hold a PEM certificate.
+fn read_ca(path: &str) -> Result<Certificate, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("reading {path}: {e}"))?;
+    if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
+        return Err(format!("{path} holds no PEM certificate"));
+    }
+    Ok(Certificate::from_pem(pem))
+}
+
+impl Args {
+    /// The eviction flags, to be checked together.
+    pub fn eviction_flags(&self) -> crate::eviction::EvictionFlags {
+        crate::eviction::EvictionFlags {
+            hard: self.eviction_hard.clone(),
+            soft: self.eviction_soft.clone(),
+            soft_grace_period: self.eviction_soft_grace_period.clone(),
+            minimum_reclaim: self.eviction_minimum_reclaim.clone(),
+        }
+    }
+}
+
 /// Which runtime runs the pods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum RuntimeKind {
-    /// Simulated pods: they run, doing nothing, until stopped.
+    /// Simulated pods: they run, doing nothing, until stopped; their usage comes from
+    /// annotations (see [`crate::runtime::sim`]).
     Sim,
+    /// Each container as a real child process (see [`crate::runtime::process`]).
+    Process,
 }
 
 /// How the binary writes its logs.

@@ -1,24 +1,32 @@
 //! The gRPC edge to the scheduler: registration, the long-lived session stream (heartbeats
-//! and pod status up, pods to start and stop down), and reconnecting with back-off. The only
-//! module that touches `pb` types; everything behind it works on the object model.
+//! with node conditions, pod status, usage and events up; pods to start and stop and log
+//! requests down), and reconnecting with back-off. The only module that touches `pb` types
+//! besides [`crate::logs`]; everything behind it works on the object model.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use berth_proto::model::{self, PodPhase, PodStatus, Time};
+use berth_proto::model::{self, NodeCondition, PodPhase, PodStatus, Time};
 use berth_proto::pb;
 use berth_proto::pb::agent_client::AgentClient;
 use berth_proto::pb::agent_message::Msg as Up;
 use berth_proto::pb::scheduler_message::Msg as Down;
+use berth_proto::Quantity;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::{Channel, Endpoint};
-use tracing::{debug, info, instrument, warn};
+use tonic::metadata::MetadataValue;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tracing::{debug, info, instrument, warn, Instrument};
 
+use crate::admission;
 use crate::error::{error_chain, Error, Result};
-use crate::node::{ready_condition, NodeConfig};
-use crate::runtime::Runtime;
+use crate::eviction::Signal;
+use crate::housekeeping::{NodeState, PodEvent, Reports, EVENT_WARNING};
+use crate::node::{pressure_condition, ready_condition, NodeConfig};
+use crate::runtime::{PodReport, Runtime};
+use crate::usage::{NodeUsage, PodUsage};
 
 /// Pod status reason for a pod stopped to make room for a higher-priority one.
 pub const REASON_PREEMPTED: &str = "Preempted";
@@ -28,6 +36,9 @@ pub const REASON_EVICTED: &str = "Evicted";
 pub const REASON_ADMISSION_ERROR: &str = "UnexpectedAdmissionError";
 /// Pod status reason for a pod the runtime could not start.
 pub const REASON_START_ERROR: &str = "StartError";
+/// Nodes sharing one HTTP/2 connection when an agent hosts many (servers commonly allow
+/// a few hundred concurrent streams per connection).
+pub const NODES_PER_CONNECTION: usize = 100;
 
 /// First delay before reconnecting.
 const BACKOFF_INITIAL: Duration = Duration::from_millis(500);
@@ -63,6 +74,30 @@ pub fn endpoint(addr: &str) -> Result<Endpoint> {
         .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
         .keep_alive_timeout(KEEPALIVE_TIMEOUT)
         .keep_alive_while_idle(true))
+}
+
+/// The endpoint for a `--server` value and an optional `--ca`: an address without a scheme
+/// is https when a CA is given; an https endpoint trusts the CA (or, without one, the
+/// roots tonic was built with).
+pub fn secure_endpoint(addr: &str, ca: Option<&Certificate>) -> Result<Endpoint> {
+    let uri = match ca {
+        Some(_) if !addr.contains("://") => format!("https://{addr}"),
+        _ => addr.to_string(),
+    };
+    let endpoint = endpoint(&uri)?;
+    if endpoint.uri().scheme_str() != Some("https") {
+        return Ok(endpoint);
+    }
+    let tls = match ca {
+        Some(ca) => ClientTlsConfig::new().ca_certificate(ca.clone()),
+        None => ClientTlsConfig::new().with_enabled_roots(),
+    };
+    endpoint
+        .tls_config(tls)
+        .map_err(|source| Error::InvalidServerAddress {
+            addr: addr.to_string(),
+            source,
+        })
 }
 
 /// Exponential back-off between reconnects: doubles from an initial delay up to a maximum.
@@ -104,6 +139,16 @@ enum SessionEnd {
     ClosedByServer,
 }
 
+/// How an agent reaches the scheduler: a connection of its own per session, or a channel
+/// shared with other simulated nodes of the same process.
+#[derive(Clone, Debug)]
+pub enum Connector {
+    /// Connect anew for every session.
+    Endpoint(Box<Endpoint>),
+    /// A shared, lazily connected channel.
+    Shared(Channel),
+}
+
 /// An open session: the queue of messages to the scheduler and the stream of its messages.
 struct Session {
     outbox: mpsc::Sender<pb::AgentMessage>,
@@ -125,31 +170,70 @@ impl Session {
 pub struct Agent {
     node: NodeConfig,
     server: String,
-    endpoint: Endpoint,
+    connector: Connector,
     runtime: Arc<dyn Runtime>,
     heartbeat_interval: Duration,
     /// When the agent started reporting Ready, for the condition's `lastTransitionTime`.
     ready_since: Time,
+    /// `Bearer TOKEN`, sent with every call when set.
+    authorization: Option<MetadataValue<tonic::metadata::Ascii>>,
+    /// Admitted pods, pressure, usage, shared with the housekeeping loop.
+    state: Arc<NodeState>,
+    /// What to report; held by the running session.
+    reports: tokio::sync::Mutex<Reports>,
+    /// Log readers by request id, to cancel them.
+    log_readers: Arc<Mutex<HashMap<String, CancellationToken>>>,
 }
 
 impl Agent {
-    /// An agent for `node`, talking to `endpoint` (whose address `server` is for logs),
-    /// running pods with `runtime` and heartbeating every `heartbeat_interval`.
+    /// An agent for `node`, reaching the scheduler through `connector` (whose address
+    /// `server` is for logs), running pods with `runtime`, heartbeating every
+    /// `heartbeat_interval`, and reporting what `state` and `reports` collect.
     pub fn new(
         node: NodeConfig,
         server: String,
-        endpoint: Endpoint,
+        connector: Connector,
         runtime: Arc<dyn Runtime>,
         heartbeat_interval: Duration,
+        state: Arc<NodeState>,
+        reports: Reports,
     ) -> Self {
         Agent {
             node,
             server,
-            endpoint,
+            connector,
             runtime,
             heartbeat_interval,
             ready_since: Time::now(),
+            authorization: None,
+            state,
+            reports: tokio::sync::Mutex::new(reports),
+            log_readers: Arc::default(),
         }
+    }
+
+    /// Sends `token` as a bearer token with every call. A token that cannot be a header
+    /// value (the flag parser refuses those) is not sent.
+    pub fn with_token(mut self, token: Option<String>) -> Self {
+        self.authorization = token.and_then(|t| {
+            let value = format!("Bearer {t}").parse().ok();
+            if value.is_none() {
+                warn!("the token cannot be sent in a header; calling without it");
+            }
+            value
+        });
+        self
+    }
+
+    /// A request carrying the bearer token, if any.
+    fn request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        if let Some(value) = &self.authorization {
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
+        }
+        request
     }
 
     /// Registers and serves sessions until `shutdown` fires, reconnecting with back-off
@@ -193,20 +277,22 @@ impl Agent {
 
     /// Connects, registers the node and opens the session stream, which starts with Hello.
     async fn open(&self) -> Result<Session> {
-        let channel: Channel = self
-            .endpoint
-            .connect()
-            .await
-            .map_err(|source| Error::Connect {
-                server: self.server.clone(),
-                source,
-            })?;
+        let channel: Channel = match &self.connector {
+            Connector::Endpoint(endpoint) => {
+                endpoint.connect().await.map_err(|source| Error::Connect {
+                    server: self.server.clone(),
+                    source,
+                })?
+            }
+            Connector::Shared(channel) => channel.clone(),
+        };
         let mut client = AgentClient::new(channel);
-        let node = self.node.to_node(Time::now(), self.ready_since);
+        let mut node = self.node.to_node(Time::now(), self.ready_since);
+        node.status.conditions = self.conditions();
         let response = client
-            .register(pb::RegisterRequest {
+            .register(self.request(pb::RegisterRequest {
                 node: Some(pb::Node::from(&node)),
-            })
+            }))
             .await
             .map_err(|source| Error::Register {
                 node: self.node.name.clone(),
@@ -230,7 +316,7 @@ impl Agent {
             .await
             .expect("the queue is empty and its receiver is held here");
         let inbound = client
-            .session(ReceiverStream::new(queue))
+            .session(self.request(ReceiverStream::new(queue)))
             .await
             .map_err(|source| Error::OpenSession {
                 node: self.node.name.clone(),
@@ -268,6 +354,10 @@ impl Agent {
         mut session: Session,
         shutdown: &CancellationToken,
     ) -> Result<SessionEnd> {
+        // Only one session runs at a time; it owns the reports while it lasts.
+        let mut reports = self.reports.lock().await;
+        let Reports { statuses, events } = &mut *reports;
+        let mut usage = self.state.subscribe_usage();
         for uid in self.runtime.running() {
             if let Some(report) = self.runtime.report(&uid) {
                 session
@@ -295,27 +385,94 @@ impl Agent {
                     Ok(None) => return Ok(SessionEnd::ClosedByServer),
                     Err(source) => return Err(Error::Session { source }),
                 },
+                Some(report) = statuses.recv() => {
+                    session
+                        .send(pod_status(report.namespace, report.name, report.uid, &report.status))
+                        .await?;
+                }
+                Some(event) = events.recv() => session.send(pod_event(event)).await?,
+                Ok(()) = usage.changed() => {
+                    let sample = usage.borrow_and_update().clone();
+                    if let Some(sample) = sample {
+                        session.send(usage_msg(&self.node.name, &sample)).await?;
+                    }
+                }
             }
         }
     }
 
+    /// The conditions the agent owns: Ready, and one per pressure signal.
+    fn conditions(&self) -> Vec<NodeCondition> {
+        let now = Time::now();
+        let pressure = self.state.pressure();
+        std::iter::once(ready_condition(now, self.ready_since))
+            .chain(
+                Signal::ALL
+                    .iter()
+                    .map(|s| pressure_condition(*s, pressure.contains(s), now)),
+            )
+            .collect()
+    }
+
     fn heartbeat(&self) -> Up {
-        let ready = ready_condition(Time::now(), self.ready_since);
         Up::Heartbeat(pb::Heartbeat {
             node_name: self.node.name.clone(),
-            conditions: vec![pb::NodeCondition::from(&ready)],
+            conditions: self
+                .conditions()
+                .iter()
+                .map(pb::NodeCondition::from)
+                .collect(),
         })
     }
 
     async fn handle(&self, session: &Session, msg: pb::SchedulerMessage) -> Result<()> {
         match msg.msg {
             Some(Down::StartPod(start)) => self.start_pod(session, start).await,
-            Some(Down::StopPod(stop)) => self.stop_pod(session, stop).await,
+            Some(Down::StopPod(stop)) => {
+                self.stop_pod(session, stop);
+                Ok(())
+            }
+            Some(Down::Logs(request)) => {
+                self.start_log_reader(session, request);
+                Ok(())
+            }
+            Some(Down::CancelLogs(cancel)) => {
+                if let Some(token) = self
+                    .log_readers
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&cancel.request_id)
+                {
+                    token.cancel();
+                }
+                Ok(())
+            }
             None => {
                 warn!("empty message from the scheduler; ignoring it");
                 Ok(())
             }
         }
+    }
+
+    /// Sends the logs of a container in the background, until done or cancelled.
+    fn start_log_reader(&self, session: &Session, request: pb::AgentLogsRequest) {
+        let token = CancellationToken::new();
+        let id = request.request_id.clone();
+        self.log_readers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), token.clone());
+        let readers = self.log_readers.clone();
+        let runtime = self.runtime.clone();
+        let outbox = session.outbox.clone();
+        let node = self.node.name.clone();
+        tokio::spawn(async move {
+            crate::logs::send_logs(runtime, node, request, outbox, token).await;
+            readers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+        });
     }
 
     /// Starts a pod (or re-reports one that already runs) and reports its status.
@@ -344,41 +501,108 @@ impl Agent {
                 warn!(error = %error_chain(&e), "refusing pod");
                 failed_status(REASON_ADMISSION_ERROR, &error_chain(&e))
             }
-            Ok(pod) => match self.runtime.start(&pod).await {
-                Ok(status) => {
-                    info!(uid = %meta.uid, runtime = self.runtime.name(), "pod running");
-                    status
+            Ok(pod) => {
+                if let Some(ended) = self.state.ended(&meta.uid) {
+                    // Evicted or refused here before: say so again, never restart it.
+                    return session
+                        .send(pod_status(
+                            meta.namespace,
+                            meta.name,
+                            meta.uid,
+                            &ended.status,
+                        ))
+                        .await;
                 }
-                Err(e) => {
-                    warn!(error = %error_chain(&e), "pod failed to start");
-                    failed_status(REASON_START_ERROR, &error_chain(&e))
+                if !self.state.is_admitted(&meta.uid) {
+                    let active = self.state.active_pods(self.runtime.as_ref());
+                    let active: Vec<&model::Pod> = active.iter().collect();
+                    if let Err(rejection) = admission::admit(
+                        &pod,
+                        &active,
+                        self.state.allocatable,
+                        &self.state.pressure(),
+                    ) {
+                        warn!(reason = %rejection.reason, message = %rejection.message, "pod rejected");
+                        let status = failed_status(&rejection.reason, &rejection.message);
+                        self.state.end(PodReport {
+                            namespace: meta.namespace.clone(),
+                            name: meta.name.clone(),
+                            uid: meta.uid.clone(),
+                            status,
+                        });
+                        self.state.event(PodEvent {
+                            namespace: meta.namespace,
+                            name: meta.name,
+                            uid: meta.uid,
+                            type_: EVENT_WARNING.to_string(),
+                            reason: rejection.reason,
+                            message: rejection.message,
+                        });
+                        return Ok(());
+                    }
+                    self.state.admit(pod.clone());
                 }
-            },
+                match self.runtime.start(&pod).await {
+                    Ok(status) => {
+                        info!(uid = %meta.uid, runtime = self.runtime.name(), "pod started");
+                        status
+                    }
+                    Err(e) => {
+                        warn!(error = %error_chain(&e), "pod failed to start");
+                        self.state.forget(&meta.uid);
+                        failed_status(REASON_START_ERROR, &error_chain(&e))
+                    }
+                }
+            }
         };
         session
             .send(pod_status(meta.namespace, meta.name, meta.uid, &status))
             .await
     }
 
-    /// Stops a pod. A preempted or evicted pod gets a final Failed status saying why;
-    /// a deleted one just goes, as the scheduler removes it.
+    /// Stops a pod in the background (its grace period may be long, and heartbeats go
+    /// on meanwhile). A preempted or evicted pod that ran here gets a final Failed status
+    /// saying why; a deleted one just goes, as the scheduler removes it; a pod the agent
+    /// ended itself already reported its end.
     #[instrument(skip_all, fields(pod = %format_args!("{}/{}", stop.namespace, stop.name), reason = %stop.reason))]
-    async fn stop_pod(&self, session: &Session, stop: pb::StopPod) -> Result<()> {
+    fn stop_pod(&self, session: &Session, stop: pb::StopPod) {
         let grace = Duration::from_secs(u64::try_from(stop.grace_period_seconds).unwrap_or(0));
-        let final_status = self.runtime.stop(&stop.uid, grace).await?;
-        info!(uid = %stop.uid, was_running = final_status.is_some(), "pod stopped");
-        let message = match stop.reason.as_str() {
-            REASON_PREEMPTED => "Preempted to make room for a higher-priority pod",
-            REASON_EVICTED => "Evicted from the node",
-            _ => return Ok(()),
-        };
-        let mut status = final_status.unwrap_or_default();
-        status.phase = PodPhase::Failed;
-        status.reason = stop.reason.clone();
-        status.message = message.to_string();
-        session
-            .send(pod_status(stop.namespace, stop.name, stop.uid, &status))
-            .await
+        let runtime = self.runtime.clone();
+        let state = self.state.clone();
+        let outbox = session.outbox.clone();
+        tokio::spawn(
+            async move {
+                let final_status = match runtime.stop(&stop.uid, grace).await {
+                    Ok(status) => status,
+                    Err(e) => {
+                        warn!(uid = %stop.uid, error = %error_chain(&e), "stopping the pod failed");
+                        None
+                    }
+                };
+                state.forget(&stop.uid);
+                if stop.reason == "Deleted" {
+                    state.clear_ended(&stop.uid);
+                }
+                info!(uid = %stop.uid, was_running = final_status.is_some(), "pod stopped");
+                let Some(mut status) = final_status else {
+                    return;
+                };
+                let message = match stop.reason.as_str() {
+                    REASON_PREEMPTED => "Preempted to make room for a higher-priority pod",
+                    REASON_EVICTED => "Evicted from the node",
+                    _ => return,
+                };
+                status.phase = PodPhase::Failed;
+                status.reason = stop.reason.clone();
+                status.message = message.to_string();
+                let _ = outbox
+                    .send(pb::AgentMessage {
+                        msg: Some(pod_status(stop.namespace, stop.name, stop.uid, &status)),
+                    })
+                    .await;
+            }
+            .in_current_span(),
+        );
     }
 }
 
@@ -390,6 +614,64 @@ fn failed_status(reason: &str, message: &str) -> PodStatus {
         message: message.to_string(),
         ..PodStatus::default()
     }
+}
+
+/// An event for the scheduler to record.
+fn pod_event(event: PodEvent) -> Up {
+    Up::PodEvent(pb::PodEvent {
+        namespace: event.namespace,
+        name: event.name,
+        uid: event.uid,
+        r#type: event.type_,
+        reason: event.reason,
+        message: event.message,
+    })
+}
+
+/// A byte or count amount as a Kubernetes quantity string.
+fn amount(value: i64) -> String {
+    Quantity::from_value(value).to_string()
+}
+
+/// A millicore amount as a Kubernetes quantity string.
+fn cpu(millis: i64) -> String {
+    Quantity::from_millis(millis).to_string()
+}
+
+fn pod_usage(pod: &PodUsage) -> pb::PodUsage {
+    pb::PodUsage {
+        namespace: pod.namespace.clone(),
+        name: pod.name.clone(),
+        uid: pod.uid.clone(),
+        cpu: cpu(pod.cpu_millis),
+        memory: amount(pod.memory_bytes),
+        containers: pod
+            .containers
+            .iter()
+            .map(|c| pb::ContainerUsage {
+                name: c.name.clone(),
+                cpu: cpu(c.cpu_millis),
+                memory: amount(c.memory_bytes),
+            })
+            .collect(),
+    }
+}
+
+/// A usage sample as the scheduler receives it.
+fn usage_msg(node: &str, usage: &NodeUsage) -> Up {
+    Up::Usage(pb::NodeUsage {
+        node_name: node.to_string(),
+        timestamp: Some(pb::Time::from(&usage.timestamp)),
+        cpu: cpu(usage.cpu_millis),
+        memory: amount(usage.memory_bytes),
+        memory_available: amount(usage.memory_available),
+        memory_capacity: amount(usage.memory_capacity),
+        nodefs_available: amount(usage.nodefs_available),
+        nodefs_capacity: amount(usage.nodefs_capacity),
+        pid_available: usage.pid_available,
+        pid_capacity: usage.pid_capacity,
+        pods: usage.pods.iter().map(pod_usage).collect(),
+    })
 }
 
 fn pod_status(namespace: String, name: String, uid: String, status: &PodStatus) -> Up {

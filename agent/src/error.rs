@@ -102,6 +102,31 @@ pub enum Error {
         #[source]
         source: berth_proto::convert::ConvertError,
     },
+    /// A folder the agent needs could not be created.
+    #[error("creating {path}")]
+    CreateDir {
+        /// The folder.
+        path: PathBuf,
+        /// The IO error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A container name cannot name a log file.
+    #[error("invalid container name {name:?}")]
+    InvalidContainerName {
+        /// The name.
+        name: String,
+    },
+    /// The eviction flags are invalid.
+    #[error(transparent)]
+    Eviction(#[from] crate::eviction::EvictionConfigError),
+    /// `--count` above 1 needs the sim runtime: real processes of several nodes would
+    /// share one machine's resources.
+    #[error("--count {count} needs --runtime sim")]
+    CountNeedsSim {
+        /// The count asked for.
+        count: u32,
+    },
 }
 
 /// A result with the agent's [`Error`].

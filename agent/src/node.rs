@@ -15,6 +15,7 @@ use tracing::debug;
 
 use crate::cli::Args;
 use crate::error::{Error, Result};
+use crate::eviction::Signal;
 
 /// Well-known label holding the node's hostname.
 pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
@@ -155,6 +156,41 @@ pub fn ready_condition(heartbeat: Time, since: Time) -> NodeCondition {
         message: READY_MESSAGE.to_string(),
         last_heartbeat_time: Some(heartbeat),
         last_transition_time: Some(since),
+    }
+}
+
+/// The node condition of an eviction signal (MemoryPressure, DiskPressure, PIDPressure),
+/// True while the signal is under pressure, with kubelet's reasons and messages.
+pub fn pressure_condition(signal: Signal, pressure: bool, now: Time) -> NodeCondition {
+    let (reason, message) = match (signal, pressure) {
+        (Signal::MemoryAvailable, false) => (
+            "KubeletHasSufficientMemory",
+            "kubelet has sufficient memory available",
+        ),
+        (Signal::MemoryAvailable, true) => (
+            "KubeletHasInsufficientMemory",
+            "kubelet has insufficient memory available",
+        ),
+        (Signal::NodeFsAvailable, false) => {
+            ("KubeletHasNoDiskPressure", "kubelet has no disk pressure")
+        }
+        (Signal::NodeFsAvailable, true) => ("KubeletHasDiskPressure", "kubelet has disk pressure"),
+        (Signal::PidAvailable, false) => (
+            "KubeletHasSufficientPID",
+            "kubelet has sufficient PID available",
+        ),
+        (Signal::PidAvailable, true) => (
+            "KubeletHasInsufficientPID",
+            "kubelet has insufficient PID available",
+        ),
+    };
+    NodeCondition {
+        type_: signal.condition().to_string(),
+        status: if pressure { "True" } else { "False" }.to_string(),
+        reason: reason.to_string(),
+        message: message.to_string(),
+        last_heartbeat_time: Some(now),
+        last_transition_time: Some(now),
     }
 }
 

@@ -1,5 +1,6 @@
-//! The CLI's connection to the scheduler's `Berth` service: connecting with a clear error when
-//! nothing listens, and the verbs (apply, get, list, delete) in terms of model objects.
+//! The CLI's connection to the scheduler's `Berth` service: connecting (TLS with a given CA,
+//! a bearer token on every call) with a clear error when nothing listens, and the verbs
+//! (apply, get, list, delete) in terms of model objects.
 
 use std::time::Duration;
 
@@ -7,10 +8,12 @@ use berth_proto::convert::{kind_from_pb, kind_to_pb, object_from_pb, object_to_p
 use berth_proto::model::{Kind, Object};
 use berth_proto::pb;
 use berth_proto::pb::berth_client::BerthClient;
-use tonic::transport::{Channel, Endpoint};
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Status};
 
-use crate::config::normalize_server;
+use crate::config::{normalize_server, Target};
 
 /// How long to wait for the TCP connection before reporting the server unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -45,7 +48,71 @@ pub enum ClientError {
     /// The server sent an object this client cannot read.
     #[error("unreadable object from the server: {0}")]
     Convert(#[from] ConvertError),
+    /// The CA file cannot be read.
+    #[error("reading the CA certificate {path}: {source}")]
+    ReadCa {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The IO error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The token cannot be sent in a header.
+    #[error("invalid token: a token may hold only visible ASCII characters")]
+    InvalidToken,
+    /// TLS could not be set up for the address.
+    #[error("setting up TLS for {server}: {reason}")]
+    Tls {
+        /// The address.
+        server: String,
+        /// What went wrong.
+        reason: String,
+    },
 }
+
+/// Adds `authorization: Bearer TOKEN` to every call, when there is a token.
+#[derive(Clone, Default)]
+pub struct BearerToken(Option<MetadataValue<Ascii>>);
+
+impl std::fmt::Debug for BearerToken {
+    /// Never prints the token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = if self.0.is_some() {
+            "<redacted>"
+        } else {
+            "<none>"
+        };
+        f.debug_tuple("BearerToken").field(&shown).finish()
+    }
+}
+
+impl BearerToken {
+    /// The header for `token`; `None` sends no header.
+    pub fn new(token: Option<&str>) -> Result<Self, ClientError> {
+        token
+            .map(|t| {
+                format!("Bearer {t}")
+                    .parse()
+                    .map_err(|_| ClientError::InvalidToken)
+            })
+            .transpose()
+            .map(BearerToken)
+    }
+}
+
+impl tonic::service::Interceptor for BearerToken {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, Status> {
+        if let Some(value) = &self.0 {
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
+        }
+        Ok(request)
+    }
+}
+
+/// The generated `Berth` client over a channel that carries the bearer token.
+pub type Api = BerthClient<InterceptedService<Channel, BearerToken>>;
 
 impl ClientError {
     /// The gRPC code of a refused request.
@@ -86,22 +153,54 @@ fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
     }
 }
 
-/// Connects to the `Berth` service at `server` (`http://host:port`, or `host:port`). The
-/// error is a [`ClientError`] (`InvalidAddress` or `Unreachable`), wrapped for `anyhow`
-/// callers such as `berth dev`.
-pub async fn connect(server: &str) -> anyhow::Result<BerthClient<Channel>> {
-    Ok(try_connect(server).await?)
+/// Connects to the `Berth` service at `server` (`http://host:port`, or `host:port`), with
+/// no token and no TLS. The error is a [`ClientError`] (`InvalidAddress` or
+/// `Unreachable`), wrapped for `anyhow` callers.
+pub async fn connect(server: &str) -> anyhow::Result<Api> {
+    Ok(try_connect(&plain_target(server)).await?)
 }
 
-/// [`connect`], with the typed error.
-async fn try_connect(server: &str) -> Result<BerthClient<Channel>, ClientError> {
+/// Connects to the target's `Berth` service: over TLS trusting its CA when it has one,
+/// sending its token with every call.
+pub async fn connect_to(target: &Target) -> anyhow::Result<Api> {
+    Ok(try_connect(target).await?)
+}
+
+fn plain_target(server: &str) -> Target {
+    Target {
+        server: normalize_server(server),
+        token: None,
+        ca: None,
+    }
+}
+
+/// [`connect_to`], with the typed error.
+async fn try_connect(target: &Target) -> Result<Api, ClientError> {
+    let server = target.server.as_str();
     let url = normalize_server(server);
-    let endpoint = Endpoint::from_shared(url.clone())
+    let interceptor = BearerToken::new(target.token.as_deref())?;
+    let mut endpoint = Endpoint::from_shared(url.clone())
         .map_err(|e| ClientError::InvalidAddress {
             server: server.to_string(),
             reason: root_cause(&e),
         })?
         .connect_timeout(CONNECT_TIMEOUT);
+    if endpoint.uri().scheme_str() == Some("https") {
+        let tls = match &target.ca {
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|source| ClientError::ReadCa {
+                    path: path.clone(),
+                    source,
+                })?;
+                ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem))
+            }
+            None => ClientTlsConfig::new().with_enabled_roots(),
+        };
+        endpoint = endpoint.tls_config(tls).map_err(|e| ClientError::Tls {
+            server: url.clone(),
+            reason: root_cause(&e),
+        })?;
+    }
     let channel = endpoint
         .connect()
         .await
@@ -109,7 +208,7 @@ async fn try_connect(server: &str) -> Result<BerthClient<Channel>, ClientError> 
             server: url,
             reason: root_cause(&e),
         })?;
-    Ok(BerthClient::new(channel)
+    Ok(BerthClient::with_interceptor(channel, interceptor)
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES))
 }
@@ -132,16 +231,21 @@ pub struct Applied {
 /// A connected client, speaking in model objects.
 #[derive(Clone, Debug)]
 pub struct Client {
-    inner: BerthClient<Channel>,
+    inner: Api,
     server: String,
 }
 
 impl Client {
-    /// Connects to `server`; see [`connect`].
+    /// Connects to `server`, with no token and no TLS; see [`connect`].
     pub async fn connect(server: &str) -> Result<Self, ClientError> {
+        Client::connect_to(&plain_target(server)).await
+    }
+
+    /// Connects to a target; see [`connect_to`].
+    pub async fn connect_to(target: &Target) -> Result<Self, ClientError> {
         Ok(Client {
-            inner: try_connect(server).await?,
-            server: normalize_server(server),
+            inner: try_connect(target).await?,
+            server: normalize_server(&target.server),
         })
     }
 
@@ -293,7 +397,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         drop(listener);
-        let err = try_connect(&addr.to_string())
+        let err = try_connect(&plain_target(&addr.to_string()))
             .await
             .expect_err("nothing listens");
         let want = format!(

@@ -1,5 +1,6 @@
-//! Where the CLI finds the scheduler: the `--server` flag, `BERTH_SERVER`, the client config
-//! file that `berth dev` writes, or the default address.
+//! Where the CLI finds the scheduler and how it proves who it is: the `--server`, `--token`
+//! and `--ca` flags (or `BERTH_SERVER`, `BERTH_TOKEN`, `BERTH_CA`), else the client config
+//! file that `berth dev` writes, else the default address (no token, no TLS).
 
 use std::path::{Path, PathBuf};
 
@@ -11,13 +12,36 @@ pub const DEFAULT_SERVER: &str = "http://127.0.0.1:7070";
 pub const SERVER_ENV: &str = "BERTH_SERVER";
 /// Environment variable naming the client config file.
 pub const CONFIG_ENV: &str = "BERTH_CONFIG";
+/// Environment variable holding the bearer token (read through the `--token` flag's `env`).
+pub const TOKEN_ENV: &str = "BERTH_TOKEN";
+/// Environment variable naming the CA file (read through the `--ca` flag's `env`).
+pub const CA_ENV: &str = "BERTH_CA";
 
-/// The client config file (`~/.berth/config`), YAML: `server: http://127.0.0.1:7070`.
+/// The client config file (`~/.berth/config`), YAML: `server: http://127.0.0.1:7070`, and
+/// optionally `token:` (a bearer token) and `ca:` (a PEM file of the CA that signed the
+/// server's certificate).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientConfig {
     /// Address of the scheduler's API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// Bearer token sent with every call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// CA certificate file (PEM) that the server's TLS certificate must chain to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<PathBuf>,
+}
+
+/// Where and how to reach the scheduler, once flags, environment and file are merged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// The address, with its scheme (`https://` when a CA is set and none was written).
+    pub server: String,
+    /// Bearer token, if any.
+    pub token: Option<String>,
+    /// CA file, if any.
+    pub ca: Option<PathBuf>,
 }
 
 /// Failure to read or write the client config file.
@@ -88,10 +112,22 @@ pub fn read_config(path: &Path) -> Result<Option<ClientConfig>, ConfigError> {
         })
 }
 
-/// Writes a client config naming `server` to `path`, creating its folder. The file is
-/// written beside its final name and renamed into place, so a reader never sees half of it.
-/// `berth dev` calls this once its scheduler listens.
+/// Writes a client config naming `server` to `path`; see [`write_client_config`].
 pub fn write_config(path: &Path, server: &str) -> Result<(), ConfigError> {
+    write_client_config(
+        path,
+        &ClientConfig {
+            server: Some(server.to_string()),
+            ..ClientConfig::default()
+        },
+    )
+}
+
+/// Writes a client config to `path`, creating its folder; the server address is
+/// normalized. The file is written beside its final name, readable by its owner only (it
+/// may hold a token), and renamed into place, so a reader never sees half of it. `berth
+/// dev` calls this once its scheduler listens.
+pub fn write_client_config(path: &Path, config: &ClientConfig) -> Result<(), ConfigError> {
     let write_err = |source| ConfigError::Write {
         path: path.to_path_buf(),
         source,
@@ -99,15 +135,26 @@ pub fn write_config(path: &Path, server: &str) -> Result<(), ConfigError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(write_err)?;
     }
-    let config = ClientConfig {
-        server: Some(normalize_server(server)),
-    };
+    let mut config = config.clone();
+    config.server = config.server.as_deref().map(normalize_server);
     let text = serde_yaml_ng::to_string(&config).expect("a struct of strings serializes");
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text).map_err(write_err)?;
+    write_private(&tmp, text.as_bytes()).map_err(write_err)?;
     std::fs::rename(&tmp, path).map_err(write_err)
+}
+
+/// Writes a file that only its owner may read (mode 0600 on Unix), replacing it.
+pub fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(contents)?;
+    file.sync_all()
 }
 
 /// Adds `http://` to an address written as `host:port`.
@@ -129,6 +176,45 @@ pub fn resolve_server(flag: Option<&str>) -> Result<String, ConfigError> {
     }
     let from_file = read_config(&config_path())?.and_then(|c| c.server);
     Ok(choose_server(None, from_file.as_deref()))
+}
+
+/// The server, token and CA to use: each from its flag (which clap fills from the
+/// environment too) if given, else from the config file, else the default (no token, no
+/// TLS). An address without a scheme is https when a CA is set.
+pub fn resolve_target(
+    server: Option<&str>,
+    token: Option<&str>,
+    ca: Option<&Path>,
+) -> Result<Target, ConfigError> {
+    let file = read_config(&config_path())?.unwrap_or_default();
+    Ok(choose_target(server, token, ca, &file))
+}
+
+/// The precedence rule of [`resolve_target`] without the file system.
+fn choose_target(
+    server: Option<&str>,
+    token: Option<&str>,
+    ca: Option<&Path>,
+    file: &ClientConfig,
+) -> Target {
+    let blank = |s: &&str| s.trim().is_empty();
+    let ca = ca
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .or_else(|| file.ca.clone());
+    let server = server
+        .filter(|s| !blank(s))
+        .or(file.server.as_deref().filter(|s| !blank(s)));
+    let server = match (server, &ca) {
+        (Some(s), Some(_)) if !s.contains("://") => format!("https://{}", s.trim()),
+        (Some(s), _) => normalize_server(s),
+        (None, _) => DEFAULT_SERVER.to_string(),
+    };
+    let token = token
+        .filter(|t| !blank(t))
+        .or(file.token.as_deref().filter(|t| !blank(t)))
+        .map(|t| t.trim().to_string());
+    Target { server, token, ca }
 }
 
 /// The precedence rule of [`resolve_server`] without the file system.
@@ -195,6 +281,112 @@ mod tests {
                 "{}",
                 case.name
             );
+        }
+    }
+
+    #[test]
+    fn target_precedence() {
+        struct Case {
+            name: &'static str,
+            server: Option<&'static str>,
+            token: Option<&'static str>,
+            ca: Option<&'static str>,
+            file: ClientConfig,
+            want: Target,
+        }
+        let file = ClientConfig {
+            server: Some("https://127.0.0.1:7171".into()),
+            token: Some("file-token".into()),
+            ca: Some("/dev/ca.pem".into()),
+        };
+        let target = |server: &str, token: Option<&str>, ca: Option<&str>| Target {
+            server: server.into(),
+            token: token.map(Into::into),
+            ca: ca.map(Into::into),
+        };
+        let cases = [
+            Case {
+                name: "nothing anywhere",
+                server: None,
+                token: None,
+                ca: None,
+                file: ClientConfig::default(),
+                want: target(DEFAULT_SERVER, None, None),
+            },
+            Case {
+                name: "all from the file",
+                server: None,
+                token: None,
+                ca: None,
+                file: file.clone(),
+                want: target(
+                    "https://127.0.0.1:7171",
+                    Some("file-token"),
+                    Some("/dev/ca.pem"),
+                ),
+            },
+            Case {
+                name: "flags win field by field",
+                server: None,
+                token: Some("flag-token"),
+                ca: None,
+                file: file.clone(),
+                want: target(
+                    "https://127.0.0.1:7171",
+                    Some("flag-token"),
+                    Some("/dev/ca.pem"),
+                ),
+            },
+            Case {
+                name: "a CA makes a bare address https",
+                server: Some("10.0.0.1:7070"),
+                token: None,
+                ca: Some("/etc/berth/ca.pem"),
+                file: ClientConfig::default(),
+                want: target("https://10.0.0.1:7070", None, Some("/etc/berth/ca.pem")),
+            },
+            Case {
+                name: "an explicit scheme is kept",
+                server: Some("http://10.0.0.1:7070"),
+                token: Some(" t "),
+                ca: None,
+                file: ClientConfig::default(),
+                want: target("http://10.0.0.1:7070", Some("t"), None),
+            },
+            Case {
+                name: "blank values are absent",
+                server: Some(" "),
+                token: Some(""),
+                ca: Some(""),
+                file: ClientConfig::default(),
+                want: target(DEFAULT_SERVER, None, None),
+            },
+        ];
+        for case in cases {
+            let got = choose_target(case.server, case.token, case.ca.map(Path::new), &case.file);
+            assert_eq!(got, case.want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn client_config_with_credentials_is_private_and_round_trips() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("config");
+        let config = ClientConfig {
+            server: Some("127.0.0.1:7171".into()),
+            token: Some("secret".into()),
+            ca: Some(dir.path().join("ca.pem")),
+        };
+        write_client_config(&path, &config).expect("write");
+        let read = read_config(&path).expect("read").expect("present");
+        assert_eq!(read.server.as_deref(), Some("http://127.0.0.1:7171"));
+        assert_eq!(read.token.as_deref(), Some("secret"));
+        assert_eq!(read.ca, config.ca);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "a config with a token is private");
         }
     }
 

@@ -1,6 +1,11 @@
 //! `berth dev`: a whole local cluster from one command — a scheduler on the embedded store
 //! and N agents with the sim runtime, as child processes on loopback — that the other
 //! commands find without flags, and that stops cleanly on Ctrl-C.
+//!
+//! The cluster is not open: `berth dev` writes random tokens into `<data-dir>/tokens.csv`
+//! (an admin token for the CLI, one node token per agent), and with `--tls` a throwaway CA
+//! and a server certificate for 127.0.0.1 and localhost; the client config it writes holds
+//! the server, the admin token and the CA.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -35,6 +40,114 @@ pub struct DevArgs {
     /// How long to wait for the cluster to come up.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
+    /// Serve TLS, with a throwaway CA made for this cluster (in the data folder's `tls/`).
+    #[arg(long)]
+    pub tls: bool,
+}
+
+/// A fresh random token: 32 bytes from the thread's CSPRNG (seeded by the OS), as hex.
+pub fn random_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The credentials of a dev cluster.
+#[derive(Clone)]
+pub struct DevTokens {
+    /// The CLI's admin token.
+    pub admin: String,
+    /// One node token per agent: (node name, token).
+    pub nodes: Vec<(String, String)>,
+}
+
+impl DevTokens {
+    /// New random tokens for the admin and for nodes `node-1`..`node-N`.
+    pub fn generate(nodes: u32) -> Self {
+        DevTokens {
+            admin: random_token(),
+            nodes: (1..=nodes)
+                .map(|i| (format!("node-{i}"), random_token()))
+                .collect(),
+        }
+    }
+
+    /// The scheduler's token file (`TOKEN,NAME,ROLE` lines), readable by its owner only.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let mut text = String::from("# berth dev: TOKEN,NAME,ROLE\n");
+        text.push_str(&format!("{},admin,admin\n", self.admin));
+        for (node, token) in &self.nodes {
+            text.push_str(&format!("{token},{node},node\n"));
+        }
+        crate::config::write_private(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    fn node_token(&self, node: &str) -> Option<&str> {
+        self.nodes
+            .iter()
+            .find(|(n, _)| n == node)
+            .map(|(_, t)| t.as_str())
+    }
+}
+
+/// The PEM files of a throwaway PKI.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// The CA's certificate, for clients' `--ca`.
+    pub ca: PathBuf,
+    /// The server certificate, signed by the CA, for the scheduler's `--tls-cert`.
+    pub cert: PathBuf,
+    /// The server certificate's private key, for `--tls-key`.
+    pub key: PathBuf,
+}
+
+/// Makes a CA and a server certificate it signs for `hosts` (DNS names or IP addresses)
+/// in `dir`: `ca.pem`, `server.pem`, `server-key.pem` (keys readable by the owner only).
+/// Each call makes a new CA, so two calls give certificates that do not trust each other.
+pub fn generate_tls(dir: &Path, hosts: &[&str]) -> Result<TlsFiles> {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let ca_key = KeyPair::generate().context("generating the CA key")?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "berth dev CA");
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca_params
+        .self_signed(&ca_key)
+        .context("signing the CA certificate")?;
+    let key = KeyPair::generate().context("generating the server key")?;
+    let mut params =
+        CertificateParams::new(hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>())
+            .context("server certificate names")?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "berth-scheduler");
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = params
+        .signed_by(&key, &ca_cert, &ca_key)
+        .context("signing the server certificate")?;
+    let files = TlsFiles {
+        ca: dir.join("ca.pem"),
+        cert: dir.join("server.pem"),
+        key: dir.join("server-key.pem"),
+    };
+    let write = |path: &Path, text: String| {
+        crate::config::write_private(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))
+    };
+    write(&files.ca, ca_cert.pem())?;
+    write(&files.cert, cert.pem())?;
+    write(&files.key, key.serialize_pem())?;
+    Ok(files)
 }
 
 /// The processes of a running dev cluster.
@@ -92,25 +205,45 @@ pub async fn run(args: DevArgs) -> Result<()> {
         Some(addr) => addr,
         None => pick_address()?,
     };
-    let server = format!("http://{listen}");
     let exe = std::env::current_exe().context("finding the berth executable")?;
+    let tokens = DevTokens::generate(args.nodes);
+    let token_file = data_dir.join("tokens.csv");
+    tokens.write(&token_file)?;
+    let mut scheduler_args = vec![
+        "scheduler".into(),
+        "--listen".into(),
+        listen.to_string(),
+        "--data-dir".into(),
+        data_dir.join("store").display().to_string(),
+        "--token-file".into(),
+        token_file.display().to_string(),
+    ];
+    let tls = if args.tls {
+        let files = generate_tls(&data_dir.join("tls"), &["127.0.0.1", "localhost"])?;
+        scheduler_args.extend([
+            "--tls-cert".into(),
+            files.cert.display().to_string(),
+            "--tls-key".into(),
+            files.key.display().to_string(),
+        ]);
+        Some(files)
+    } else {
+        None
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let server = format!("{scheme}://{listen}");
+    let target = crate::config::Target {
+        server: server.clone(),
+        token: Some(tokens.admin.clone()),
+        ca: tls.as_ref().map(|t| t.ca.clone()),
+    };
 
-    let scheduler = spawn(
-        &exe,
-        &[
-            "scheduler".into(),
-            "--listen".into(),
-            listen.to_string(),
-            "--data-dir".into(),
-            data_dir.join("store").display().to_string(),
-        ],
-        &logs.join("scheduler.log"),
-    )?;
+    let scheduler = spawn(&exe, &scheduler_args, &[], &logs.join("scheduler.log"))?;
     let mut cluster = Cluster {
         scheduler,
         agents: Vec::new(),
     };
-    let result = start_and_wait(&mut cluster, &args, &exe, &server, &logs).await;
+    let result = start_and_wait(&mut cluster, &args, &exe, &target, &tokens, &logs).await;
     if let Err(e) = result {
         cluster.stop().await;
         return Err(e.context(format!(
@@ -119,8 +252,15 @@ pub async fn run(args: DevArgs) -> Result<()> {
         )));
     }
     let config = crate::config::config_path();
-    crate::config::write_config(&config, &server)
-        .with_context(|| format!("writing the client config {}", config.display()))?;
+    crate::config::write_client_config(
+        &config,
+        &crate::config::ClientConfig {
+            server: Some(server.clone()),
+            token: Some(tokens.admin.clone()),
+            ca: target.ca.clone(),
+        },
+    )
+    .with_context(|| format!("writing the client config {}", config.display()))?;
 
     println!(
         "Berth dev cluster is up: scheduler at {server} with {} node(s).",
@@ -136,6 +276,16 @@ pub async fn run(args: DevArgs) -> Result<()> {
         }
     );
     println!("  logs:   {}", logs.display());
+    println!(
+        "  tokens: {} (admin for the CLI, one node token per agent)",
+        token_file.display()
+    );
+    if let Some(tls) = &tls {
+        println!(
+            "  CA:     {} (TLS for 127.0.0.1 and localhost)",
+            tls.ca.display()
+        );
+    }
     println!(
         "  config: {} (the berth CLI finds this cluster through it)",
         config.display()
@@ -166,11 +316,14 @@ fn pick_address() -> Result<SocketAddr> {
     Ok(listener.local_addr()?)
 }
 
-fn spawn(exe: &Path, args: &[String], log: &Path) -> Result<Child> {
+/// Starts `exe args` with `env` added (secrets go there, not on the command line where
+/// `ps` shows them), its output going to `log`.
+fn spawn(exe: &Path, args: &[String], env: &[(&str, &str)], log: &Path) -> Result<Child> {
     let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let err = out.try_clone()?;
     Command::new(exe)
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err))
@@ -183,15 +336,17 @@ async fn start_and_wait(
     cluster: &mut Cluster,
     args: &DevArgs,
     exe: &Path,
-    server: &str,
+    target: &crate::config::Target,
+    tokens: &DevTokens,
     logs: &Path,
 ) -> Result<()> {
+    let server = target.server.as_str();
     let deadline = tokio::time::Instant::now() + args.timeout;
     let mut client = loop {
         if let Some(status) = cluster.scheduler.try_wait()? {
             bail!("the scheduler exited ({status}) before it was ready");
         }
-        match crate::client::connect(server).await {
+        match crate::client::connect_to(target).await {
             Ok(c) => break c,
             Err(_) if tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -201,23 +356,29 @@ async fn start_and_wait(
     };
     for i in 1..=args.nodes {
         let name = format!("node-{i}");
+        let mut agent_args: Vec<String> = vec![
+            "agent".into(),
+            "--server".into(),
+            server.to_string(),
+            "--node-name".into(),
+            name.clone(),
+            "--runtime".into(),
+            "sim".into(),
+            "--cpu".into(),
+            args.node_cpu.clone(),
+            "--memory".into(),
+            args.node_memory.clone(),
+            "--pods".into(),
+            args.node_pods.to_string(),
+        ];
+        if let Some(ca) = &target.ca {
+            agent_args.extend(["--ca".into(), ca.display().to_string()]);
+        }
+        let token = tokens.node_token(&name).unwrap_or_default();
         let child = spawn(
             exe,
-            &[
-                "agent".into(),
-                "--server".into(),
-                server.to_string(),
-                "--node-name".into(),
-                name.clone(),
-                "--runtime".into(),
-                "sim".into(),
-                "--cpu".into(),
-                args.node_cpu.clone(),
-                "--memory".into(),
-                args.node_memory.clone(),
-                "--pods".into(),
-                args.node_pods.to_string(),
-            ],
+            &agent_args,
+            &[(crate::config::TOKEN_ENV, token)],
             &logs.join(format!("{name}.log")),
         )?;
         cluster.agents.push((name, child));

@@ -6,19 +6,23 @@
 //! - [`Cli`] and [`Command`]: the clap definition; [`main`] runs it and maps errors to one
 //!   `error: ...` line each on stderr and exit code 1.
 //! - [`cmd`]: one module per verb (`apply`, `get`, `describe`, `delete`, `label`, `taint`,
-//!   `cordon`/`uncordon`), mini-redis style, sharing a [`cmd::Context`].
+//!   `cordon`/`uncordon`, `scale`, `evict`, `drain`), mini-redis style, sharing a [`cmd::Context`].
 //! - [`manifest`]: reading and checking manifests (files, folders, stdin).
 //! - [`config`] and [`client`]: finding the scheduler and talking to it.
 //! - [`output`]: tables, ages and status columns as kubectl prints them.
 //! - [`dev`]: `berth dev`.
+//! - [`bench`]: `berth bench`, kube's scheduler_perf workloads measured.
+//! - [`sim`]: `berth sim`, the scheduler run offline over manifests.
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod client;
 pub mod cmd;
 pub mod config;
 pub mod dev;
 pub mod manifest;
 pub mod output;
+pub mod sim;
 
 use std::process::ExitCode;
 
@@ -49,6 +53,13 @@ pub struct GlobalArgs {
     /// http://127.0.0.1:7070.
     #[arg(long, global = true, env = config::SERVER_ENV, value_name = "ADDRESS")]
     pub server: Option<String>,
+    /// Bearer token for the scheduler. Default: the `token` in the client config file.
+    #[arg(long, global = true, env = config::TOKEN_ENV, hide_env_values = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// CA certificate (PEM) the scheduler's TLS certificate must chain to; a bare address
+    /// then means https. Default: the `ca` in the client config file.
+    #[arg(long, global = true, env = config::CA_ENV, value_name = "FILE")]
+    pub ca: Option<std::path::PathBuf>,
     /// Namespace of namespaced objects (default: `default`).
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
@@ -73,8 +84,22 @@ pub enum Command {
     Cordon(cmd::cordon::CordonArgs),
     /// Mark nodes schedulable again.
     Uncordon(cmd::cordon::CordonArgs),
+    /// Cordon a node, then evict its pods through the Eviction API (honouring budgets).
+    Drain(cmd::drain::DrainArgs),
+    /// Evict pods through the Eviction API, which honours PodDisruptionBudgets.
+    Evict(cmd::evict::EvictArgs),
+    /// Print the logs of a container of a pod.
+    Logs(cmd::logs::LogsArgs),
+    /// Show the cpu and memory use of nodes or pods, as their agents last reported it.
+    Top(cmd::top::TopArgs),
+    /// Set the number of replicas of deployments or replicasets.
+    Scale(cmd::scale::ScaleArgs),
     /// Run a local cluster: a scheduler and agents, until Ctrl-C.
     Dev(dev::DevArgs),
+    /// Measure scheduling throughput on kube's scheduler_perf workloads.
+    Bench(bench::BenchArgs),
+    /// Schedule manifests offline with the real scheduler and explain every decision.
+    Sim(sim::SimArgs),
 }
 
 /// Runs `berth` with the process's arguments and standard streams; returns the exit code.
@@ -139,6 +164,8 @@ fn init_tracing(default_level: &str) {
 pub async fn execute(cli: Cli, io: &mut cmd::Io) -> ExitCode {
     let result = match cli.command {
         Command::Dev(args) => dev::run(args).await,
+        Command::Bench(args) => bench::run(args).await,
+        Command::Sim(args) => sim::run(args, io),
         command => {
             let mut ctx = cmd::Context::new(cli.global, io);
             cmd::run(command, &mut ctx).await

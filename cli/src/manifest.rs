@@ -6,7 +6,10 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use berth_proto::model::{Kind, Node, Object, Pod, PriorityClass};
+use berth_proto::model::{
+    DaemonSet, Deployment, Kind, Namespace, Node, Object, Pod, PodDisruptionBudget, PriorityClass,
+    ReplicaSet, ResourceQuota, RuntimeClass,
+};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
@@ -15,7 +18,8 @@ use serde_json::Value;
 pub const STDIN_SOURCE: &str = "<stdin>";
 
 /// Kinds that manifests may carry, as written in `kind:`, for error messages.
-const SUPPORTED_KINDS: &str = "Pod, Node, PriorityClass";
+const SUPPORTED_KINDS: &str = "Pod, Node, PriorityClass, Namespace, RuntimeClass, \
+     PodDisruptionBudget, Deployment, ReplicaSet, DaemonSet, ResourceQuota";
 
 /// One object read from a manifest.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,6 +45,8 @@ pub struct Skipped {
     pub item: Option<usize>,
     /// Its `kind`.
     pub kind: String,
+    /// Its `metadata.namespace`, possibly empty.
+    pub namespace: String,
     /// Its `metadata.name`, possibly empty.
     pub name: String,
 }
@@ -77,6 +83,10 @@ pub struct LoadOptions {
     /// Skip documents of kinds Berth does not know (noting them in [`Loaded::skipped`])
     /// instead of failing; `berth sim` reads whole application manifests this way.
     pub skip_unknown_kinds: bool,
+    /// Leave pods unvalidated: `berth sim` admits each pod itself and reports an invalid one
+    /// as a pod that could not be created, as the API server would refuse it, instead of
+    /// failing the whole run.
+    pub skip_pod_validation: bool,
 }
 
 /// One problem in the manifests: where it is and what is wrong.
@@ -366,12 +376,14 @@ impl Reader {
         let text_field = |name: &str| map.get(name).and_then(Value::as_str).unwrap_or("");
         let kind = text_field("kind").to_string();
         let api_version = text_field("apiVersion").to_string();
-        let name = map
-            .get("metadata")
-            .and_then(|m| m.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let meta_field = |field: &str| {
+            map.get("metadata")
+                .and_then(|m| m.get(field))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let name = meta_field("name");
         let object_name = (!kind.is_empty()).then(|| object_label(&kind, &name));
         let problem = |field: Option<&str>, message: String| Problem {
             source: source.to_string(),
@@ -397,6 +409,7 @@ impl Reader {
                     document,
                     item,
                     kind,
+                    namespace: meta_field("namespace"),
                     name,
                 });
             } else {
@@ -434,7 +447,13 @@ impl Reader {
                 return;
             }
         };
-        let invalid = validation_problems(&object);
+        let skip_validation =
+            self.options.skip_pod_validation && matches!(object, Object::Pod(_));
+        let invalid = if skip_validation {
+            Vec::new()
+        } else {
+            validation_problems(&object)
+        };
         if !invalid.is_empty() {
             for (field, message) in invalid {
                 let p = problem(field.as_deref(), message);
@@ -458,6 +477,13 @@ fn known_kind(kind: &str) -> Option<Kind> {
         "Pod" => Some(Kind::Pod),
         "Node" => Some(Kind::Node),
         "PriorityClass" => Some(Kind::PriorityClass),
+        "Namespace" => Some(Kind::Namespace),
+        "RuntimeClass" => Some(Kind::RuntimeClass),
+        "PodDisruptionBudget" => Some(Kind::PodDisruptionBudget),
+        "Deployment" => Some(Kind::Deployment),
+        "ReplicaSet" => Some(Kind::ReplicaSet),
+        "DaemonSet" => Some(Kind::DaemonSet),
+        "ResourceQuota" => Some(Kind::ResourceQuota),
         _ => None,
     }
 }
@@ -469,6 +495,15 @@ fn decode(kind: Kind, value: Value) -> Result<Object, (Option<String>, String)> 
         Kind::Node => typed::<Node>(value).map(Object::Node),
         Kind::PriorityClass => typed::<PriorityClass>(value).map(Object::PriorityClass),
         Kind::Event => Err((None, "events cannot be written in manifests".into())),
+        Kind::Namespace => typed::<Namespace>(value).map(Object::Namespace),
+        Kind::RuntimeClass => typed::<RuntimeClass>(value).map(Object::RuntimeClass),
+        Kind::PodDisruptionBudget => {
+            typed::<PodDisruptionBudget>(value).map(Object::PodDisruptionBudget)
+        }
+        Kind::Deployment => typed::<Deployment>(value).map(Object::Deployment),
+        Kind::ReplicaSet => typed::<ReplicaSet>(value).map(Object::ReplicaSet),
+        Kind::DaemonSet => typed::<DaemonSet>(value).map(Object::DaemonSet),
+        Kind::ResourceQuota => typed::<ResourceQuota>(value).map(Object::ResourceQuota),
     }
 }
 
@@ -567,7 +602,7 @@ mod tests {
             Case {
                 name: "unknown kind",
                 text: "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n",
-                want: &["pod.yaml: document 1 (Service web): kind \"Service\" is not supported by Berth (supported kinds: Pod, Node, PriorityClass)"],
+                want: &["pod.yaml: document 1 (Service web): kind \"Service\" is not supported by Berth (supported kinds: Pod, Node, PriorityClass, Namespace, RuntimeClass, PodDisruptionBudget, Deployment, ReplicaSet, DaemonSet, ResourceQuota)"],
             },
             Case {
                 name: "missing kind",
@@ -689,6 +724,159 @@ status: {}
         assert_eq!(pod.spec.containers[0].env.len(), 2);
     }
 
+    const WORKLOADS_AND_POLICIES: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+  labels: {team: shop}
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: kata-fc}
+handler: kata-fc
+overhead:
+  podFixed: {memory: 120Mi, cpu: 250m}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web-pdb, namespace: shop}
+spec:
+  maxUnavailable: 25%
+  selector:
+    matchLabels: {app: web}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: web}
+  strategy:
+    type: RollingUpdate
+    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.14.2
+        ports: [{containerPort: 80}]
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: frontend}
+spec:
+  selector:
+    matchLabels: {tier: frontend}
+  template:
+    metadata:
+      labels: {tier: frontend}
+    spec:
+      containers: [{name: php-redis, image: gb-frontend:v5}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: fluentd, namespace: kube-system}
+spec:
+  selector:
+    matchLabels: {name: fluentd}
+  updateStrategy: {type: RollingUpdate}
+  template:
+    metadata:
+      labels: {name: fluentd}
+    spec:
+      containers: [{name: fluentd, image: fluentd:v2.5.2}]
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: pods-high, namespace: shop}
+spec:
+  hard: {cpu: "1000", memory: 200Gi, pods: "10"}
+  scopeSelector:
+    matchExpressions:
+    - {operator: In, scopeName: PriorityClass, values: [high]}
+"#;
+
+    #[test]
+    fn reads_every_kind_with_its_api_version() {
+        let loaded = parse_str("all.yaml", WORKLOADS_AND_POLICIES, strict())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<String> = loaded
+            .manifests
+            .iter()
+            .map(|m| m.object.key().to_string())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "Namespace shop",
+                "RuntimeClass kata-fc",
+                "PodDisruptionBudget shop/web-pdb",
+                "Deployment shop/web",
+                "ReplicaSet frontend",
+                "DaemonSet kube-system/fluentd",
+                "ResourceQuota shop/pods-high",
+            ]
+        );
+        let Object::Deployment(d) = &loaded.manifests[3].object else {
+            panic!("expected a deployment");
+        };
+        assert_eq!(d.spec.replicas, 3);
+        let Object::ReplicaSet(rs) = &loaded.manifests[4].object else {
+            panic!("expected a replica set");
+        };
+        assert_eq!(rs.spec.replicas, 1, "replicas default to 1");
+    }
+
+    #[test]
+    fn new_kinds_report_api_version_and_validation_problems() {
+        struct Case {
+            name: &'static str,
+            text: &'static str,
+            want: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "pre-apps Deployment",
+                text: "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: web}\n",
+                want: "pod.yaml: document 1 (Deployment web): apiVersion: \"extensions/v1beta1\" is not a valid apiVersion for kind Deployment (expected \"apps/v1\")",
+            },
+            Case {
+                name: "v1beta1 PDB",
+                text: "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: pdb}\nspec: {minAvailable: 1}\n",
+                want: "pod.yaml: document 1 (PodDisruptionBudget pdb): apiVersion: \"policy/v1beta1\" is not a valid apiVersion for kind PodDisruptionBudget (expected \"policy/v1\")",
+            },
+            Case {
+                name: "selector does not match the template",
+                text: "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: db}}\n    spec: {containers: [{name: app}]}\n",
+                want: "pod.yaml: document 1 (ReplicaSet rs): spec.template.metadata.labels: Invalid value: {\"app\": \"db\"}: `selector` does not match template `labels`",
+            },
+            Case {
+                name: "both PDB bounds",
+                text: "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: pdb}\nspec: {minAvailable: 1, maxUnavailable: 10%}\n",
+                want: "pod.yaml: document 1 (PodDisruptionBudget pdb): spec: Invalid value: minAvailable and maxUnavailable cannot be both set",
+            },
+            Case {
+                name: "RuntimeClass typo",
+                text: "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: rc}\nhandlr: runc\n",
+                want: "pod.yaml: document 1 (RuntimeClass rc): handlr: unknown field \"handlr\"",
+            },
+        ];
+        for case in cases {
+            let err = parse_str("pod.yaml", case.text, strict()).expect_err(case.name);
+            let lines: Vec<String> = err.problems.iter().map(ToString::to_string).collect();
+            assert!(
+                lines.iter().any(|l| l.starts_with(case.want)),
+                "{}: got {lines:?}, want a line starting {:?}",
+                case.name,
+                case.want
+            );
+        }
+    }
+
     #[test]
     fn multi_document_lists_and_empty_documents() {
         let text = r#"
@@ -757,6 +945,7 @@ items:
             text,
             LoadOptions {
                 skip_unknown_kinds: true,
+                ..Default::default()
             },
         )
         .unwrap_or_else(|e| panic!("{e}"));

@@ -360,6 +360,13 @@ pub fn kind_display(kind: Kind) -> &'static str {
         Kind::Node => "node",
         Kind::PriorityClass => "priorityclass.scheduling.k8s.io",
         Kind::Event => "event",
+        Kind::Namespace => "namespace",
+        Kind::RuntimeClass => "runtimeclass.node.k8s.io",
+        Kind::PodDisruptionBudget => "poddisruptionbudget.policy",
+        Kind::Deployment => "deployment.apps",
+        Kind::ReplicaSet => "replicaset.apps",
+        Kind::DaemonSet => "daemonset.apps",
+        Kind::ResourceQuota => "resourcequota",
     }
 }
 
@@ -370,6 +377,13 @@ pub fn kind_plural(kind: Kind) -> &'static str {
         Kind::Node => "nodes",
         Kind::PriorityClass => "priorityclasses",
         Kind::Event => "events",
+        Kind::Namespace => "namespaces",
+        Kind::RuntimeClass => "runtimeclasses",
+        Kind::PodDisruptionBudget => "poddisruptionbudgets",
+        Kind::Deployment => "deployments",
+        Kind::ReplicaSet => "replicasets",
+        Kind::DaemonSet => "daemonsets",
+        Kind::ResourceQuota => "resourcequotas",
     }
 }
 
@@ -380,6 +394,13 @@ pub fn object_value(obj: &Object) -> serde_json::Value {
         Object::Node(o) => serde_json::to_value(o),
         Object::PriorityClass(o) => serde_json::to_value(o),
         Object::Event(o) => serde_json::to_value(o),
+        Object::Namespace(o) => serde_json::to_value(o),
+        Object::RuntimeClass(o) => serde_json::to_value(o),
+        Object::PodDisruptionBudget(o) => serde_json::to_value(o),
+        Object::Deployment(o) => serde_json::to_value(o),
+        Object::ReplicaSet(o) => serde_json::to_value(o),
+        Object::DaemonSet(o) => serde_json::to_value(o),
+        Object::ResourceQuota(o) => serde_json::to_value(o),
     };
     // The model's Serialize impls write strings, maps and lists only.
     let mut value = value.expect("model objects serialize to JSON");

@@ -204,6 +204,25 @@ api_enum!(UnsatisfiableConstraintAction {
     ScheduleAnyway
 });
 api_enum!(NodeInclusionPolicy { Honor, Ignore });
+api_enum!(DeploymentStrategyType {
+    Recreate,
+    RollingUpdate
+});
+api_enum!(ResourceQuotaScope {
+    Terminating,
+    NotTerminating,
+    BestEffort,
+    NotBestEffort,
+    PriorityClass,
+    CrossNamespacePodAffinity,
+    VolumeAttributesClass
+});
+api_enum!(ScopeSelectorOperator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist
+});
 
 fn opt_enum_to_pb<E: ApiEnum>(value: Option<E>) -> String {
     value.map(|v| v.name().to_string()).unwrap_or_default()
@@ -348,6 +367,31 @@ try_from_pb!(
     PriorityClass,
     ObjectReference,
     Event,
+    Namespace,
+    Overhead,
+    Scheduling,
+    RuntimeClass,
+    IntOrString,
+    PodDisruptionBudgetSpec,
+    PodDisruptionBudgetStatus,
+    PodDisruptionBudget,
+    PodTemplateSpec,
+    RollingUpdateDeployment,
+    DeploymentStrategy,
+    DeploymentSpec,
+    DeploymentStatus,
+    Deployment,
+    ReplicaSetSpec,
+    ReplicaSetStatus,
+    ReplicaSet,
+    DaemonSetSpec,
+    DaemonSetStatus,
+    DaemonSet,
+    ScopedResourceSelectorRequirement,
+    ScopeSelector,
+    ResourceQuotaSpec,
+    ResourceQuotaStatus,
+    ResourceQuota,
 );
 
 // ------------------------------------------------------------------------- metadata
@@ -1265,6 +1309,536 @@ impl FromPb<pb::Event> for model::Event {
     }
 }
 
+// ------------------------------------------------------------------------- namespaces
+
+impl From<&model::Namespace> for pb::Namespace {
+    fn from(n: &model::Namespace) -> Self {
+        pb::Namespace {
+            metadata: Some((&n.metadata).into()),
+        }
+    }
+}
+
+impl FromPb<pb::Namespace> for model::Namespace {
+    fn from_pb(n: pb::Namespace, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::Namespace {
+            api_version: Kind::Namespace.api_version().to_string(),
+            kind: Kind::Namespace.as_str().to_string(),
+            metadata: msg_from_pb(n.metadata, &path.field("metadata"))?,
+            ..Default::default()
+        })
+    }
+}
+
+// ------------------------------------------------------------------------- runtime classes
+
+impl From<&model::Overhead> for pb::Overhead {
+    fn from(o: &model::Overhead) -> Self {
+        pb::Overhead {
+            pod_fixed: resources_to_pb(&o.pod_fixed),
+        }
+    }
+}
+
+impl FromPb<pb::Overhead> for model::Overhead {
+    fn from_pb(o: pb::Overhead, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::Overhead {
+            pod_fixed: resources_from_pb(o.pod_fixed, &path.field("podFixed"))?,
+        })
+    }
+}
+
+impl From<&model::Scheduling> for pb::Scheduling {
+    fn from(s: &model::Scheduling) -> Self {
+        pb::Scheduling {
+            node_selector: map_to_pb(&s.node_selector),
+            tolerations: s.tolerations.iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl FromPb<pb::Scheduling> for model::Scheduling {
+    fn from_pb(s: pb::Scheduling, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::Scheduling {
+            node_selector: map_to_model(s.node_selector),
+            tolerations: vec_from_pb(s.tolerations, &path.field("tolerations"))?,
+        })
+    }
+}
+
+impl From<&model::RuntimeClass> for pb::RuntimeClass {
+    fn from(c: &model::RuntimeClass) -> Self {
+        pb::RuntimeClass {
+            metadata: Some((&c.metadata).into()),
+            handler: c.handler.clone(),
+            overhead: c.overhead.as_ref().map(Into::into),
+            scheduling: c.scheduling.as_ref().map(Into::into),
+        }
+    }
+}
+
+impl FromPb<pb::RuntimeClass> for model::RuntimeClass {
+    fn from_pb(c: pb::RuntimeClass, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::RuntimeClass {
+            api_version: Kind::RuntimeClass.api_version().to_string(),
+            kind: Kind::RuntimeClass.as_str().to_string(),
+            metadata: msg_from_pb(c.metadata, &path.field("metadata"))?,
+            handler: c.handler,
+            overhead: opt_from_pb(c.overhead, &path.field("overhead"))?,
+            scheduling: opt_from_pb(c.scheduling, &path.field("scheduling"))?,
+        })
+    }
+}
+
+// ------------------------------------------------------------------------- disruption budgets
+
+impl From<&model::IntOrString> for pb::IntOrString {
+    fn from(v: &model::IntOrString) -> Self {
+        let value = match v {
+            model::IntOrString::Int(i) => pb::int_or_string::Value::IntVal(*i),
+            model::IntOrString::String(s) => pb::int_or_string::Value::StrVal(s.clone()),
+        };
+        pb::IntOrString { value: Some(value) }
+    }
+}
+
+impl FromPb<pb::IntOrString> for model::IntOrString {
+    fn from_pb(v: pb::IntOrString, path: &Path<'_>) -> Result<Self, ConvertError> {
+        match v.value {
+            Some(pb::int_or_string::Value::IntVal(i)) => Ok(model::IntOrString::Int(i)),
+            Some(pb::int_or_string::Value::StrVal(s)) => Ok(model::IntOrString::String(s)),
+            None => Err(path.error(ConvertProblem::Required)),
+        }
+    }
+}
+
+impl From<&model::PodDisruptionBudgetSpec> for pb::PodDisruptionBudgetSpec {
+    fn from(s: &model::PodDisruptionBudgetSpec) -> Self {
+        pb::PodDisruptionBudgetSpec {
+            min_available: s.min_available.as_ref().map(Into::into),
+            max_unavailable: s.max_unavailable.as_ref().map(Into::into),
+            selector: s.selector.as_ref().map(Into::into),
+        }
+    }
+}
+
+impl FromPb<pb::PodDisruptionBudgetSpec> for model::PodDisruptionBudgetSpec {
+    fn from_pb(s: pb::PodDisruptionBudgetSpec, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::PodDisruptionBudgetSpec {
+            min_available: opt_from_pb(s.min_available, &path.field("minAvailable"))?,
+            max_unavailable: opt_from_pb(s.max_unavailable, &path.field("maxUnavailable"))?,
+            selector: opt_from_pb(s.selector, &path.field("selector"))?,
+            unhealthy_pod_eviction_policy: None,
+        })
+    }
+}
+
+impl From<&model::PodDisruptionBudgetStatus> for pb::PodDisruptionBudgetStatus {
+    fn from(s: &model::PodDisruptionBudgetStatus) -> Self {
+        pb::PodDisruptionBudgetStatus {
+            current_healthy: s.current_healthy,
+            desired_healthy: s.desired_healthy,
+            disruptions_allowed: s.disruptions_allowed,
+            expected_pods: s.expected_pods,
+        }
+    }
+}
+
+impl FromPb<pb::PodDisruptionBudgetStatus> for model::PodDisruptionBudgetStatus {
+    fn from_pb(s: pb::PodDisruptionBudgetStatus, _path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::PodDisruptionBudgetStatus {
+            current_healthy: s.current_healthy,
+            desired_healthy: s.desired_healthy,
+            disruptions_allowed: s.disruptions_allowed,
+            expected_pods: s.expected_pods,
+            ..Default::default()
+        })
+    }
+}
+
+impl From<&model::PodDisruptionBudget> for pb::PodDisruptionBudget {
+    fn from(p: &model::PodDisruptionBudget) -> Self {
+        pb::PodDisruptionBudget {
+            metadata: Some((&p.metadata).into()),
+            spec: Some((&p.spec).into()),
+            status: Some((&p.status).into()),
+        }
+    }
+}
+
+impl FromPb<pb::PodDisruptionBudget> for model::PodDisruptionBudget {
+    fn from_pb(p: pb::PodDisruptionBudget, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::PodDisruptionBudget {
+            api_version: Kind::PodDisruptionBudget.api_version().to_string(),
+            kind: Kind::PodDisruptionBudget.as_str().to_string(),
+            metadata: msg_from_pb(p.metadata, &path.field("metadata"))?,
+            spec: msg_from_pb(p.spec, &path.field("spec"))?,
+            status: msg_from_pb(p.status, &path.field("status"))?,
+        })
+    }
+}
+
+// ------------------------------------------------------------------------- workloads
+
+impl From<&model::PodTemplateSpec> for pb::PodTemplateSpec {
+    fn from(t: &model::PodTemplateSpec) -> Self {
+        pb::PodTemplateSpec {
+            metadata: Some((&t.metadata).into()),
+            spec: Some((&t.spec).into()),
+        }
+    }
+}
+
+impl FromPb<pb::PodTemplateSpec> for model::PodTemplateSpec {
+    fn from_pb(t: pb::PodTemplateSpec, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::PodTemplateSpec {
+            metadata: msg_from_pb(t.metadata, &path.field("metadata"))?,
+            spec: msg_from_pb(t.spec, &path.field("spec"))?,
+        })
+    }
+}
+
+impl From<&model::RollingUpdateDeployment> for pb::RollingUpdateDeployment {
+    fn from(r: &model::RollingUpdateDeployment) -> Self {
+        pb::RollingUpdateDeployment {
+            max_unavailable: r.max_unavailable.as_ref().map(Into::into),
+            max_surge: r.max_surge.as_ref().map(Into::into),
+        }
+    }
+}
+
+impl FromPb<pb::RollingUpdateDeployment> for model::RollingUpdateDeployment {
+    fn from_pb(r: pb::RollingUpdateDeployment, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::RollingUpdateDeployment {
+            max_unavailable: opt_from_pb(r.max_unavailable, &path.field("maxUnavailable"))?,
+            max_surge: opt_from_pb(r.max_surge, &path.field("maxSurge"))?,
+        })
+    }
+}
+
+impl From<&model::DeploymentStrategy> for pb::DeploymentStrategy {
+    fn from(s: &model::DeploymentStrategy) -> Self {
+        pb::DeploymentStrategy {
+            r#type: opt_enum_to_pb(s.type_),
+            rolling_update: s.rolling_update.as_ref().map(Into::into),
+        }
+    }
+}
+
+impl FromPb<pb::DeploymentStrategy> for model::DeploymentStrategy {
+    fn from_pb(s: pb::DeploymentStrategy, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::DeploymentStrategy {
+            type_: optional_enum(&s.r#type, &path.field("type"))?,
+            rolling_update: opt_from_pb(s.rolling_update, &path.field("rollingUpdate"))?,
+        })
+    }
+}
+
+impl From<&model::DeploymentSpec> for pb::DeploymentSpec {
+    fn from(s: &model::DeploymentSpec) -> Self {
+        pb::DeploymentSpec {
+            replicas: Some(s.replicas),
+            selector: s.selector.as_ref().map(Into::into),
+            template: Some((&s.template).into()),
+            strategy: s.strategy.as_ref().map(Into::into),
+        }
+    }
+}
+
+impl FromPb<pb::DeploymentSpec> for model::DeploymentSpec {
+    fn from_pb(s: pb::DeploymentSpec, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::DeploymentSpec {
+            replicas: s.replicas.unwrap_or(model::DEFAULT_REPLICAS),
+            selector: opt_from_pb(s.selector, &path.field("selector"))?,
+            template: msg_from_pb(s.template, &path.field("template"))?,
+            strategy: opt_from_pb(s.strategy, &path.field("strategy"))?,
+            ..Default::default()
+        })
+    }
+}
+
+impl From<&model::DeploymentStatus> for pb::DeploymentStatus {
+    fn from(s: &model::DeploymentStatus) -> Self {
+        pb::DeploymentStatus {
+            replicas: s.replicas,
+            ready_replicas: s.ready_replicas,
+            available_replicas: s.available_replicas,
+            updated_replicas: s.updated_replicas,
+            observed_generation: s.observed_generation,
+        }
+    }
+}
+
+impl FromPb<pb::DeploymentStatus> for model::DeploymentStatus {
+    fn from_pb(s: pb::DeploymentStatus, _path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::DeploymentStatus {
+            replicas: s.replicas,
+            ready_replicas: s.ready_replicas,
+            available_replicas: s.available_replicas,
+            updated_replicas: s.updated_replicas,
+            observed_generation: s.observed_generation,
+            ..Default::default()
+        })
+    }
+}
+
+impl From<&model::Deployment> for pb::Deployment {
+    fn from(d: &model::Deployment) -> Self {
+        pb::Deployment {
+            metadata: Some((&d.metadata).into()),
+            spec: Some((&d.spec).into()),
+            status: Some((&d.status).into()),
+        }
+    }
+}
+
+impl FromPb<pb::Deployment> for model::Deployment {
+    fn from_pb(d: pb::Deployment, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::Deployment {
+            api_version: Kind::Deployment.api_version().to_string(),
+            kind: Kind::Deployment.as_str().to_string(),
+            metadata: msg_from_pb(d.metadata, &path.field("metadata"))?,
+            spec: msg_from_pb(d.spec, &path.field("spec"))?,
+            status: msg_from_pb(d.status, &path.field("status"))?,
+        })
+    }
+}
+
+impl From<&model::ReplicaSetSpec> for pb::ReplicaSetSpec {
+    fn from(s: &model::ReplicaSetSpec) -> Self {
+        pb::ReplicaSetSpec {
+            replicas: Some(s.replicas),
+            selector: s.selector.as_ref().map(Into::into),
+            template: Some((&s.template).into()),
+        }
+    }
+}
+
+impl FromPb<pb::ReplicaSetSpec> for model::ReplicaSetSpec {
+    fn from_pb(s: pb::ReplicaSetSpec, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::ReplicaSetSpec {
+            replicas: s.replicas.unwrap_or(model::DEFAULT_REPLICAS),
+            selector: opt_from_pb(s.selector, &path.field("selector"))?,
+            template: msg_from_pb(s.template, &path.field("template"))?,
+            min_ready_seconds: None,
+        })
+    }
+}
+
+impl From<&model::ReplicaSetStatus> for pb::ReplicaSetStatus {
+    fn from(s: &model::ReplicaSetStatus) -> Self {
+        pb::ReplicaSetStatus {
+            replicas: s.replicas,
+            ready_replicas: s.ready_replicas,
+            available_replicas: s.available_replicas,
+            observed_generation: s.observed_generation,
+        }
+    }
+}
+
+impl FromPb<pb::ReplicaSetStatus> for model::ReplicaSetStatus {
+    fn from_pb(s: pb::ReplicaSetStatus, _path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::ReplicaSetStatus {
+            replicas: s.replicas,
+            ready_replicas: s.ready_replicas,
+            available_replicas: s.available_replicas,
+            observed_generation: s.observed_generation,
+            ..Default::default()
+        })
+    }
+}
+
+impl From<&model::ReplicaSet> for pb::ReplicaSet {
+    fn from(r: &model::ReplicaSet) -> Self {
+        pb::ReplicaSet {
+            metadata: Some((&r.metadata).into()),
+            spec: Some((&r.spec).into()),
+            status: Some((&r.status).into()),
+        }
+    }
+}
+
+impl FromPb<pb::ReplicaSet> for model::ReplicaSet {
+    fn from_pb(r: pb::ReplicaSet, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::ReplicaSet {
+            api_version: Kind::ReplicaSet.api_version().to_string(),
+            kind: Kind::ReplicaSet.as_str().to_string(),
+            metadata: msg_from_pb(r.metadata, &path.field("metadata"))?,
+            spec: msg_from_pb(r.spec, &path.field("spec"))?,
+            status: msg_from_pb(r.status, &path.field("status"))?,
+        })
+    }
+}
+
+impl From<&model::DaemonSetSpec> for pb::DaemonSetSpec {
+    fn from(s: &model::DaemonSetSpec) -> Self {
+        pb::DaemonSetSpec {
+            selector: s.selector.as_ref().map(Into::into),
+            template: Some((&s.template).into()),
+        }
+    }
+}
+
+impl FromPb<pb::DaemonSetSpec> for model::DaemonSetSpec {
+    fn from_pb(s: pb::DaemonSetSpec, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::DaemonSetSpec {
+            selector: opt_from_pb(s.selector, &path.field("selector"))?,
+            template: msg_from_pb(s.template, &path.field("template"))?,
+            ..Default::default()
+        })
+    }
+}
+
+impl From<&model::DaemonSetStatus> for pb::DaemonSetStatus {
+    fn from(s: &model::DaemonSetStatus) -> Self {
+        pb::DaemonSetStatus {
+            desired_number_scheduled: s.desired_number_scheduled,
+            current_number_scheduled: s.current_number_scheduled,
+            number_ready: s.number_ready,
+        }
+    }
+}
+
+impl FromPb<pb::DaemonSetStatus> for model::DaemonSetStatus {
+    fn from_pb(s: pb::DaemonSetStatus, _path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::DaemonSetStatus {
+            desired_number_scheduled: s.desired_number_scheduled,
+            current_number_scheduled: s.current_number_scheduled,
+            number_ready: s.number_ready,
+            ..Default::default()
+        })
+    }
+}
+
+impl From<&model::DaemonSet> for pb::DaemonSet {
+    fn from(d: &model::DaemonSet) -> Self {
+        pb::DaemonSet {
+            metadata: Some((&d.metadata).into()),
+            spec: Some((&d.spec).into()),
+            status: Some((&d.status).into()),
+        }
+    }
+}
+
+impl FromPb<pb::DaemonSet> for model::DaemonSet {
+    fn from_pb(d: pb::DaemonSet, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::DaemonSet {
+            api_version: Kind::DaemonSet.api_version().to_string(),
+            kind: Kind::DaemonSet.as_str().to_string(),
+            metadata: msg_from_pb(d.metadata, &path.field("metadata"))?,
+            spec: msg_from_pb(d.spec, &path.field("spec"))?,
+            status: msg_from_pb(d.status, &path.field("status"))?,
+        })
+    }
+}
+
+// ------------------------------------------------------------------------- quotas
+
+impl From<&model::ScopedResourceSelectorRequirement> for pb::ScopedResourceSelectorRequirement {
+    fn from(r: &model::ScopedResourceSelectorRequirement) -> Self {
+        pb::ScopedResourceSelectorRequirement {
+            scope_name: r.scope_name.name().to_string(),
+            operator: r.operator.name().to_string(),
+            values: r.values.clone(),
+        }
+    }
+}
+
+impl FromPb<pb::ScopedResourceSelectorRequirement> for model::ScopedResourceSelectorRequirement {
+    fn from_pb(
+        r: pb::ScopedResourceSelectorRequirement,
+        path: &Path<'_>,
+    ) -> Result<Self, ConvertError> {
+        Ok(model::ScopedResourceSelectorRequirement {
+            scope_name: required_enum(&r.scope_name, &path.field("scopeName"))?,
+            operator: required_enum(&r.operator, &path.field("operator"))?,
+            values: r.values,
+        })
+    }
+}
+
+impl From<&model::ScopeSelector> for pb::ScopeSelector {
+    fn from(s: &model::ScopeSelector) -> Self {
+        pb::ScopeSelector {
+            match_expressions: s.match_expressions.iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl FromPb<pb::ScopeSelector> for model::ScopeSelector {
+    fn from_pb(s: pb::ScopeSelector, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::ScopeSelector {
+            match_expressions: vec_from_pb(s.match_expressions, &path.field("matchExpressions"))?,
+        })
+    }
+}
+
+impl From<&model::ResourceQuotaSpec> for pb::ResourceQuotaSpec {
+    fn from(s: &model::ResourceQuotaSpec) -> Self {
+        pb::ResourceQuotaSpec {
+            hard: resources_to_pb(&s.hard),
+            scopes: s.scopes.iter().map(|sc| sc.name().to_string()).collect(),
+            scope_selector: s.scope_selector.as_ref().map(Into::into),
+        }
+    }
+}
+
+impl FromPb<pb::ResourceQuotaSpec> for model::ResourceQuotaSpec {
+    fn from_pb(s: pb::ResourceQuotaSpec, path: &Path<'_>) -> Result<Self, ConvertError> {
+        let scopes_path = path.field("scopes");
+        Ok(model::ResourceQuotaSpec {
+            hard: resources_from_pb(s.hard, &path.field("hard"))?,
+            scopes: s
+                .scopes
+                .iter()
+                .enumerate()
+                .map(|(i, sc)| required_enum(sc, &scopes_path.index(i)))
+                .collect::<Result<_, _>>()?,
+            scope_selector: opt_from_pb(s.scope_selector, &path.field("scopeSelector"))?,
+        })
+    }
+}
+
+impl From<&model::ResourceQuotaStatus> for pb::ResourceQuotaStatus {
+    fn from(s: &model::ResourceQuotaStatus) -> Self {
+        pb::ResourceQuotaStatus {
+            hard: resources_to_pb(&s.hard),
+            used: resources_to_pb(&s.used),
+        }
+    }
+}
+
+impl FromPb<pb::ResourceQuotaStatus> for model::ResourceQuotaStatus {
+    fn from_pb(s: pb::ResourceQuotaStatus, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::ResourceQuotaStatus {
+            hard: resources_from_pb(s.hard, &path.field("hard"))?,
+            used: resources_from_pb(s.used, &path.field("used"))?,
+        })
+    }
+}
+
+impl From<&model::ResourceQuota> for pb::ResourceQuota {
+    fn from(q: &model::ResourceQuota) -> Self {
+        pb::ResourceQuota {
+            metadata: Some((&q.metadata).into()),
+            spec: Some((&q.spec).into()),
+            status: Some((&q.status).into()),
+        }
+    }
+}
+
+impl FromPb<pb::ResourceQuota> for model::ResourceQuota {
+    fn from_pb(q: pb::ResourceQuota, path: &Path<'_>) -> Result<Self, ConvertError> {
+        Ok(model::ResourceQuota {
+            api_version: Kind::ResourceQuota.api_version().to_string(),
+            kind: Kind::ResourceQuota.as_str().to_string(),
+            metadata: msg_from_pb(q.metadata, &path.field("metadata"))?,
+            spec: msg_from_pb(q.spec, &path.field("spec"))?,
+            status: msg_from_pb(q.status, &path.field("status"))?,
+        })
+    }
+}
+
 // ------------------------------------------------------------------------- any object
 
 /// The message for any stored object.
@@ -1274,6 +1848,13 @@ pub fn object_to_pb(obj: &Object) -> pb::Object {
         Object::Node(n) => pb::object::Kind::Node(n.into()),
         Object::PriorityClass(c) => pb::object::Kind::PriorityClass(c.into()),
         Object::Event(e) => pb::object::Kind::Event(e.into()),
+        Object::Namespace(n) => pb::object::Kind::Namespace(n.into()),
+        Object::RuntimeClass(c) => pb::object::Kind::RuntimeClass(c.into()),
+        Object::PodDisruptionBudget(p) => pb::object::Kind::PodDisruptionBudget(p.into()),
+        Object::Deployment(d) => pb::object::Kind::Deployment(d.into()),
+        Object::ReplicaSet(r) => pb::object::Kind::ReplicaSet(r.into()),
+        Object::DaemonSet(d) => pb::object::Kind::DaemonSet(d.into()),
+        Object::ResourceQuota(q) => pb::object::Kind::ResourceQuota(q.into()),
     };
     pb::Object { kind: Some(kind) }
 }
@@ -1290,6 +1871,27 @@ pub fn object_from_pb(msg: pb::Object) -> Result<Object, ConvertError> {
             model::PriorityClass::from_pb(c, &root).map(Object::PriorityClass)
         }
         Some(pb::object::Kind::Event(e)) => model::Event::from_pb(e, &root).map(Object::Event),
+        Some(pb::object::Kind::Namespace(n)) => {
+            model::Namespace::from_pb(n, &root).map(Object::Namespace)
+        }
+        Some(pb::object::Kind::RuntimeClass(c)) => {
+            model::RuntimeClass::from_pb(c, &root).map(Object::RuntimeClass)
+        }
+        Some(pb::object::Kind::PodDisruptionBudget(p)) => {
+            model::PodDisruptionBudget::from_pb(p, &root).map(Object::PodDisruptionBudget)
+        }
+        Some(pb::object::Kind::Deployment(d)) => {
+            model::Deployment::from_pb(d, &root).map(Object::Deployment)
+        }
+        Some(pb::object::Kind::ReplicaSet(r)) => {
+            model::ReplicaSet::from_pb(r, &root).map(Object::ReplicaSet)
+        }
+        Some(pb::object::Kind::DaemonSet(d)) => {
+            model::DaemonSet::from_pb(d, &root).map(Object::DaemonSet)
+        }
+        Some(pb::object::Kind::ResourceQuota(q)) => {
+            model::ResourceQuota::from_pb(q, &root).map(Object::ResourceQuota)
+        }
     }
 }
 
@@ -1313,6 +1915,13 @@ pub fn kind_to_pb(kind: Kind) -> pb::Kind {
         Kind::Node => pb::Kind::Node,
         Kind::PriorityClass => pb::Kind::PriorityClass,
         Kind::Event => pb::Kind::Event,
+        Kind::Namespace => pb::Kind::Namespace,
+        Kind::RuntimeClass => pb::Kind::RuntimeClass,
+        Kind::PodDisruptionBudget => pb::Kind::PodDisruptionBudget,
+        Kind::Deployment => pb::Kind::Deployment,
+        Kind::ReplicaSet => pb::Kind::ReplicaSet,
+        Kind::DaemonSet => pb::Kind::DaemonSet,
+        Kind::ResourceQuota => pb::Kind::ResourceQuota,
     }
 }
 
@@ -1327,6 +1936,13 @@ pub fn kind_from_pb(value: i32) -> Result<Kind, ConvertError> {
         Ok(pb::Kind::Node) => Ok(Kind::Node),
         Ok(pb::Kind::PriorityClass) => Ok(Kind::PriorityClass),
         Ok(pb::Kind::Event) => Ok(Kind::Event),
+        Ok(pb::Kind::Namespace) => Ok(Kind::Namespace),
+        Ok(pb::Kind::RuntimeClass) => Ok(Kind::RuntimeClass),
+        Ok(pb::Kind::PodDisruptionBudget) => Ok(Kind::PodDisruptionBudget),
+        Ok(pb::Kind::Deployment) => Ok(Kind::Deployment),
+        Ok(pb::Kind::ReplicaSet) => Ok(Kind::ReplicaSet),
+        Ok(pb::Kind::DaemonSet) => Ok(Kind::DaemonSet),
+        Ok(pb::Kind::ResourceQuota) => Ok(Kind::ResourceQuota),
         Ok(pb::Kind::Unspecified) => Err(path.error(ConvertProblem::Required)),
         Err(_) => Err(path.error(ConvertProblem::UnknownKind { value })),
     }
@@ -1650,6 +2266,167 @@ mod tests {
         }
     }
 
+    fn template() -> PodTemplateSpec {
+        PodTemplateSpec {
+            metadata: ObjectMeta {
+                labels: strings(&[("app", "web")]),
+                annotations: strings(&[("note", "template")]),
+                ..Default::default()
+            },
+            spec: rich_pod().spec,
+        }
+    }
+
+    fn rich_namespace() -> Namespace {
+        Namespace {
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+            metadata: meta("team-a", ""),
+            ..Default::default()
+        }
+    }
+
+    fn rich_runtime_class() -> RuntimeClass {
+        RuntimeClass {
+            api_version: "node.k8s.io/v1".into(),
+            kind: "RuntimeClass".into(),
+            metadata: meta("kata", ""),
+            handler: "kata".into(),
+            overhead: Some(Overhead {
+                pod_fixed: resources(&[("cpu", "250m"), ("memory", "120Mi")]),
+            }),
+            scheduling: Some(Scheduling {
+                node_selector: strings(&[("runtime", "kata")]),
+                tolerations: vec![Toleration {
+                    key: "kata".into(),
+                    operator: Some(TolerationOperator::Exists),
+                    effect: Some(TaintEffect::NoSchedule),
+                    ..Default::default()
+                }],
+            }),
+        }
+    }
+
+    fn rich_pdb(
+        min_available: Option<IntOrString>,
+        max_unavailable: Option<IntOrString>,
+    ) -> PodDisruptionBudget {
+        PodDisruptionBudget {
+            api_version: "policy/v1".into(),
+            kind: "PodDisruptionBudget".into(),
+            metadata: meta("web-pdb", "default"),
+            spec: PodDisruptionBudgetSpec {
+                min_available,
+                max_unavailable,
+                selector: Some(selector()),
+                unhealthy_pod_eviction_policy: None,
+            },
+            status: PodDisruptionBudgetStatus {
+                current_healthy: 3,
+                desired_healthy: 2,
+                disruptions_allowed: 1,
+                expected_pods: 3,
+                ..Default::default()
+            },
+        }
+    }
+
+    fn rich_deployment() -> Deployment {
+        Deployment {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            metadata: meta("web", "default"),
+            spec: DeploymentSpec {
+                replicas: 0,
+                selector: Some(selector()),
+                template: template(),
+                strategy: Some(DeploymentStrategy {
+                    type_: Some(DeploymentStrategyType::RollingUpdate),
+                    rolling_update: Some(RollingUpdateDeployment {
+                        max_unavailable: Some(IntOrString::String("25%".into())),
+                        max_surge: Some(IntOrString::Int(2)),
+                    }),
+                }),
+                ..Default::default()
+            },
+            status: DeploymentStatus {
+                replicas: 3,
+                ready_replicas: 2,
+                available_replicas: 1,
+                updated_replicas: 3,
+                observed_generation: 7,
+                ..Default::default()
+            },
+        }
+    }
+
+    fn rich_replica_set() -> ReplicaSet {
+        ReplicaSet {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            metadata: meta("web-abc", "default"),
+            spec: ReplicaSetSpec {
+                replicas: 5,
+                selector: Some(selector()),
+                template: template(),
+                min_ready_seconds: None,
+            },
+            status: ReplicaSetStatus {
+                replicas: 5,
+                ready_replicas: 4,
+                available_replicas: 3,
+                observed_generation: 2,
+                ..Default::default()
+            },
+        }
+    }
+
+    fn rich_daemon_set() -> DaemonSet {
+        DaemonSet {
+            api_version: "apps/v1".into(),
+            kind: "DaemonSet".into(),
+            metadata: meta("agent", "kube-system"),
+            spec: DaemonSetSpec {
+                selector: Some(selector()),
+                template: template(),
+                ..Default::default()
+            },
+            status: DaemonSetStatus {
+                desired_number_scheduled: 4,
+                current_number_scheduled: 3,
+                number_ready: 2,
+                ..Default::default()
+            },
+        }
+    }
+
+    fn rich_resource_quota() -> ResourceQuota {
+        ResourceQuota {
+            api_version: "v1".into(),
+            kind: "ResourceQuota".into(),
+            metadata: meta("pods-high", "default"),
+            spec: ResourceQuotaSpec {
+                hard: resources(&[
+                    ("pods", "10"),
+                    ("requests.cpu", "1"),
+                    ("limits.memory", "2Gi"),
+                ]),
+                scopes: vec![ResourceQuotaScope::NotTerminating],
+                scope_selector: Some(ScopeSelector {
+                    match_expressions: vec![ScopedResourceSelectorRequirement {
+                        scope_name: ResourceQuotaScope::PriorityClass,
+                        operator: ScopeSelectorOperator::In,
+                        values: vec!["high".into()],
+                    }],
+                }),
+            },
+            status: ResourceQuotaStatus {
+                hard: resources(&[("pods", "10")]),
+                used: resources(&[("pods", "3")]),
+            },
+        }
+    }
+
     #[test]
     fn objects_round_trip_through_messages() {
         struct Case {
@@ -1681,6 +2458,64 @@ mod tests {
                     ..Default::default()
                 }),
             },
+            Case {
+                name: "namespace",
+                object: Object::Namespace(rich_namespace()),
+            },
+            Case {
+                name: "runtime class",
+                object: Object::RuntimeClass(rich_runtime_class()),
+            },
+            Case {
+                name: "runtime class without overhead or scheduling",
+                object: Object::RuntimeClass(RuntimeClass {
+                    overhead: None,
+                    scheduling: None,
+                    ..rich_runtime_class()
+                }),
+            },
+            Case {
+                name: "pdb with a percentage",
+                object: Object::PodDisruptionBudget(rich_pdb(
+                    Some(IntOrString::String("50%".into())),
+                    None,
+                )),
+            },
+            Case {
+                name: "pdb with a count",
+                object: Object::PodDisruptionBudget(rich_pdb(None, Some(IntOrString::Int(1)))),
+            },
+            Case {
+                name: "pdb with neither and no selector",
+                object: Object::PodDisruptionBudget(PodDisruptionBudget {
+                    spec: PodDisruptionBudgetSpec::default(),
+                    ..rich_pdb(None, None)
+                }),
+            },
+            Case {
+                name: "deployment with zero replicas",
+                object: Object::Deployment(rich_deployment()),
+            },
+            Case {
+                name: "deployment with defaults",
+                object: Object::Deployment(Deployment {
+                    api_version: "apps/v1".into(),
+                    kind: "Deployment".into(),
+                    ..Default::default()
+                }),
+            },
+            Case {
+                name: "replica set",
+                object: Object::ReplicaSet(rich_replica_set()),
+            },
+            Case {
+                name: "daemon set",
+                object: Object::DaemonSet(rich_daemon_set()),
+            },
+            Case {
+                name: "resource quota",
+                object: Object::ResourceQuota(rich_resource_quota()),
+            },
         ];
         for case in cases {
             let msg = object_to_pb(&case.object);
@@ -1705,6 +2540,32 @@ mod tests {
         assert_eq!(
             (pc.api_version.as_str(), pc.kind.as_str()),
             ("scheduling.k8s.io/v1", "PriorityClass")
+        );
+    }
+
+    #[test]
+    fn missing_replicas_default_to_one() {
+        let d = Deployment::try_from(pb::Deployment::default()).expect("converts");
+        assert_eq!(d.spec.replicas, 1);
+        assert_eq!(
+            (d.api_version.as_str(), d.kind.as_str()),
+            ("apps/v1", "Deployment")
+        );
+        let rs = ReplicaSet::try_from(pb::ReplicaSet {
+            spec: Some(pb::ReplicaSetSpec::default()),
+            ..Default::default()
+        })
+        .expect("converts");
+        assert_eq!(rs.spec.replicas, 1);
+        let zero = pb::DeploymentSpec::from(&DeploymentSpec {
+            replicas: 0,
+            ..Default::default()
+        });
+        assert_eq!(zero.replicas, Some(0), "an explicit 0 travels as set");
+        let ns = Namespace::try_from(pb::Namespace::default()).expect("converts");
+        assert_eq!(
+            (ns.api_version.as_str(), ns.kind.as_str()),
+            ("v1", "Namespace")
         );
     }
 
@@ -1865,6 +2726,68 @@ mod tests {
                 },
                 want_path: "preemptionPolicy",
                 want_message: "expected one of PreemptLowerPriority, Never",
+            },
+            Case {
+                name: "int-or-string with no value",
+                object: {
+                    let mut msg = pb::PodDisruptionBudget::from(&rich_pdb(Some(IntOrString::Int(1)), None));
+                    msg.spec.as_mut().unwrap().min_available = Some(pb::IntOrString { value: None });
+                    pb::Object { kind: Some(pb::object::Kind::PodDisruptionBudget(msg)) }
+                },
+                want_path: "spec.minAvailable",
+                want_message: "spec.minAvailable: required value",
+            },
+            Case {
+                name: "bad deployment strategy type",
+                object: {
+                    let mut msg = pb::Deployment::from(&rich_deployment());
+                    msg.spec.as_mut().unwrap().strategy.as_mut().unwrap().r#type = "Rolling".into();
+                    pb::Object { kind: Some(pb::object::Kind::Deployment(msg)) }
+                },
+                want_path: "spec.strategy.type",
+                want_message: "expected one of Recreate, RollingUpdate",
+            },
+            Case {
+                name: "bad quantity in a template",
+                object: {
+                    let mut msg = pb::ReplicaSet::from(&rich_replica_set());
+                    let spec = msg.spec.as_mut().unwrap().template.as_mut().unwrap().spec.as_mut().unwrap();
+                    spec.containers[1].resources.as_mut().unwrap().requests.insert("cpu".into(), "lots".into());
+                    pb::Object { kind: Some(pb::object::Kind::ReplicaSet(msg)) }
+                },
+                want_path: "spec.template.spec.containers[1].resources.requests.cpu",
+                want_message: "\"lots\" is not a valid quantity",
+            },
+            Case {
+                name: "bad quota scope",
+                object: {
+                    let mut msg = pb::ResourceQuota::from(&rich_resource_quota());
+                    msg.spec.as_mut().unwrap().scopes.push("Everything".into());
+                    pb::Object { kind: Some(pb::object::Kind::ResourceQuota(msg)) }
+                },
+                want_path: "spec.scopes[1]",
+                want_message: "unknown value \"Everything\"",
+            },
+            Case {
+                name: "empty scope selector operator",
+                object: {
+                    let mut msg = pb::ResourceQuota::from(&rich_resource_quota());
+                    let sel = msg.spec.as_mut().unwrap().scope_selector.as_mut().unwrap();
+                    sel.match_expressions[0].operator.clear();
+                    pb::Object { kind: Some(pb::object::Kind::ResourceQuota(msg)) }
+                },
+                want_path: "spec.scopeSelector.matchExpressions[0].operator",
+                want_message: "required value",
+            },
+            Case {
+                name: "bad runtime class overhead",
+                object: {
+                    let mut msg = pb::RuntimeClass::from(&rich_runtime_class());
+                    msg.overhead.as_mut().unwrap().pod_fixed.insert("memory".into(), "1Q".into());
+                    pb::Object { kind: Some(pb::object::Kind::RuntimeClass(msg)) }
+                },
+                want_path: "overhead.podFixed.memory",
+                want_message: "is not a valid quantity",
             },
             Case {
                 name: "no kind",

@@ -92,6 +92,10 @@ fn parse_requirement(part: &str) -> Result<LabelSelectorRequirement, String> {
     let req = |key: &str, operator, values: Vec<String>| -> Result<_, String> {
         let key = key.trim();
         check_key(key)?;
+        for value in &values {
+            crate::validate::validate_label_value(value)
+                .map_err(|problems| format!("invalid value {value:?}: {}", problems.join("; ")))?;
+        }
         Ok(LabelSelectorRequirement {
             key: key.to_string(),
             operator,
@@ -138,10 +142,8 @@ fn check_key(key: &str) -> Result<(), String> {
     if key.is_empty() {
         return Err("empty key".into());
     }
-    if key.contains(char::is_whitespace) || key.contains(['(', ')', '=', '!', ',']) {
-        return Err(format!("invalid key {key:?}"));
-    }
-    Ok(())
+    crate::validate::validate_label_key(key)
+        .map_err(|problems| format!("invalid key {key:?}: {}", problems.join("; ")))
 }
 
 #[cfg(test)]
@@ -185,7 +187,7 @@ mod tests {
 
     #[test]
     fn malformed_selectors_are_rejected() {
-        for bad in ["app=web,", "env in (a", "env in ()", "env within (a)", "=x", "a b"] {
+        for bad in ["app=web,", "env in (a", "env in ()", "env within (a)", "=x", "a b", " in ===", "app=a b"] {
             assert!(parse(bad).is_err(), "{bad:?} should be rejected");
         }
     }

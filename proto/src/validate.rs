@@ -16,11 +16,14 @@ use std::fmt::Debug;
 
 use crate::convert::map_key_path;
 use crate::model::{
-    Affinity, Container, Event, LabelSelector, LabelSelectorOperator, Node, NodeSelector,
+    Affinity, Container, DaemonSet, Deployment, DeploymentStrategy, DeploymentStrategyType, Event,
+    IntOrString, LabelSelector, LabelSelectorOperator, Namespace, Node, NodeSelector,
     NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Object, ObjectMeta, Pod,
-    PodAffinity, PodAffinityTerm, PodSpec, PriorityClass, ResourceList, ResourceRequirements,
-    RestartPolicy, StringMap, Taint, TaintEffect, Toleration, TolerationOperator,
-    TopologySpreadConstraint, UnsatisfiableConstraintAction, HIGHEST_USER_DEFINABLE_PRIORITY,
+    PodAffinity, PodAffinityTerm, PodDisruptionBudget, PodSpec, PodTemplateSpec, PriorityClass,
+    ReplicaSet, ResourceList, ResourceQuota, ResourceQuotaScope, ResourceRequirements,
+    RestartPolicy, RuntimeClass, ScopeSelectorOperator, StringMap, Taint, TaintEffect, Toleration,
+    TolerationOperator, TopologySpreadConstraint, UnsatisfiableConstraintAction,
+    HIGHEST_USER_DEFINABLE_PRIORITY,
 };
 use crate::quantity::Quantity;
 
@@ -1266,6 +1269,564 @@ pub fn validate_event(event: &Event) -> Result<(), ValidationErrors> {
     ValidationErrors::check(errs)
 }
 
+// ------------------------------------------------------------------------- int or percent
+
+const PERCENT_FMT: &str = "[0-9]+%";
+
+/// Checks a percentage string as Kubernetes' `IsValidPercent`: digits followed by `%`.
+pub fn validate_percent(s: &str) -> Result<(), Vec<String>> {
+    let valid = s
+        .strip_suffix('%')
+        .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()));
+    if valid {
+        Ok(())
+    } else {
+        Err(vec![format!(
+            "a valid percent string must be a numeric string followed by an ending '%' (e.g. \
+             '1%',  or '93%', regex used for validation is '{PERCENT_FMT}')"
+        )])
+    }
+}
+
+/// An `Invalid value` error that shows an [`IntOrString`] as written (`5`, `"5%"`).
+fn invalid_int_or_string(path: &str, value: &IntOrString, detail: &str) -> FieldError {
+    match value {
+        IntOrString::Int(i) => FieldError::invalid(path, i, detail),
+        IntOrString::String(s) => FieldError::invalid(path, s, detail),
+    }
+}
+
+/// Checks a count or percentage of pods (apps' `ValidatePositiveIntOrPercent`): an integer
+/// of at least 0, or a string of the form `<digits>%`.
+pub fn validate_non_negative_int_or_percent(value: &IntOrString, path: &str) -> Vec<FieldError> {
+    match value {
+        IntOrString::Int(i) if *i < 0 => vec![invalid_int_or_string(
+            path,
+            value,
+            "must be greater than or equal to 0",
+        )],
+        IntOrString::Int(_) => Vec::new(),
+        IntOrString::String(s) => match validate_percent(s) {
+            Ok(()) => Vec::new(),
+            Err(problems) => problems
+                .iter()
+                .map(|p| invalid_int_or_string(path, value, p))
+                .collect(),
+        },
+    }
+}
+
+/// The percentage of a valid percent string, or `None` (an integer, or an invalid string).
+fn valid_percent(value: &IntOrString) -> Option<i64> {
+    match value {
+        IntOrString::String(s) if validate_percent(s).is_ok() => {
+            // Digits only, but possibly more than an i64 holds: saturate, it is only compared.
+            Some(s[..s.len() - 1].parse::<i64>().unwrap_or(i64::MAX))
+        }
+        _ => None,
+    }
+}
+
+/// Checks that a percentage is at most 100% (integers are not limited).
+pub fn validate_not_more_than_100_percent(value: &IntOrString, path: &str) -> Vec<FieldError> {
+    match valid_percent(value) {
+        Some(p) if p > 100 => vec![invalid_int_or_string(
+            path,
+            value,
+            "must not be greater than 100%",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// The number an [`IntOrString`] states without a total, as apps validation reads it to
+/// compare with zero: a valid percentage's number, an integer, or a numeric string's value.
+fn int_or_percent_number(value: &IntOrString) -> i64 {
+    match value {
+        IntOrString::Int(i) => i64::from(*i),
+        IntOrString::String(s) => valid_percent(value).unwrap_or_else(|| s.parse().unwrap_or(0)),
+    }
+}
+
+fn validate_non_negative(value: i64, path: &str) -> Vec<FieldError> {
+    if value < 0 {
+        vec![FieldError::invalid(
+            path,
+            value,
+            "must be greater than or equal to 0",
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+// ------------------------------------------------------------------------- namespaces, runtime classes
+
+/// Checks a namespace: metadata (cluster-scoped), and a name that is a DNS label (at most 63
+/// characters, no dots), as Kubernetes requires of namespace names.
+pub fn validate_namespace(ns: &Namespace) -> Result<(), ValidationErrors> {
+    let mut errs = validate_object_meta(&ns.metadata, false);
+    let name = &ns.metadata.name;
+    // A name that is not even a subdomain was reported above; only add what a label adds.
+    if !name.is_empty() && validate_dns1123_subdomain(name).is_ok() {
+        errs.extend(invalid_each(
+            "metadata.name",
+            name,
+            validate_dns1123_label(name),
+        ));
+    }
+    ValidationErrors::check(errs)
+}
+
+/// Checks a runtime class: metadata (cluster-scoped); a handler that is a DNS label;
+/// overhead quantities as container limits (standard or extended resource names,
+/// non-negative, extended resources whole); a scheduling nodeSelector of valid labels and
+/// valid tolerations.
+pub fn validate_runtime_class(rc: &RuntimeClass) -> Result<(), ValidationErrors> {
+    let mut errs = validate_object_meta(&rc.metadata, false);
+    errs.extend(invalid_each(
+        "handler",
+        &rc.handler,
+        validate_dns1123_label(&rc.handler),
+    ));
+    if let Some(overhead) = &rc.overhead {
+        for (name, q) in &overhead.pod_fixed {
+            let p = key("overhead.podFixed", name);
+            errs.extend(validate_container_resource_name(name, &p));
+            errs.extend(validate_resource_quantity(name, q, &p));
+        }
+    }
+    if let Some(scheduling) = &rc.scheduling {
+        errs.extend(validate_labels(
+            &scheduling.node_selector,
+            "scheduling.nodeSelector",
+        ));
+        for (i, t) in scheduling.tolerations.iter().enumerate() {
+            errs.extend(validate_toleration(t, &index("scheduling.tolerations", i)));
+        }
+    }
+    ValidationErrors::check(errs)
+}
+
+// ------------------------------------------------------------------------- disruption budgets
+
+/// Checks a pod disruption budget: metadata (namespaced); minAvailable and maxUnavailable
+/// not both set, each a non-negative integer or a percentage of at most 100%; a valid
+/// selector. Setting neither is accepted, as in `policy/v1`.
+pub fn validate_pod_disruption_budget(pdb: &PodDisruptionBudget) -> Result<(), ValidationErrors> {
+    let mut errs = validate_object_meta(&pdb.metadata, true);
+    let spec = &pdb.spec;
+    if spec.min_available.is_some() && spec.max_unavailable.is_some() {
+        errs.push(FieldError::new(
+            "spec",
+            "Invalid value: minAvailable and maxUnavailable cannot be both set",
+        ));
+    }
+    let bounds = [
+        (&spec.min_available, "spec.minAvailable"),
+        (&spec.max_unavailable, "spec.maxUnavailable"),
+    ];
+    for (value, path) in bounds {
+        if let Some(value) = value {
+            errs.extend(validate_non_negative_int_or_percent(value, path));
+            errs.extend(validate_not_more_than_100_percent(value, path));
+        }
+    }
+    if let Some(selector) = &spec.selector {
+        errs.extend(validate_label_selector(selector, "spec.selector"));
+    }
+    ValidationErrors::check(errs)
+}
+
+// ------------------------------------------------------------------------- workloads
+
+/// Checks what Deployments, ReplicaSets and DaemonSets share: a selector that is present,
+/// valid and not empty; template labels that the selector matches; a valid template
+/// (labels, annotations, pod spec at `spec.template.spec`) whose restartPolicy is Always
+/// (or left out, which defaults to Always) and which sets no activeDeadlineSeconds.
+/// `kind` names the controller in messages (`deployment`).
+fn validate_workload(
+    selector: Option<&LabelSelector>,
+    template: &PodTemplateSpec,
+    kind: &str,
+    kind_title: &str,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    match selector {
+        None => errs.push(FieldError::required("spec.selector", "")),
+        Some(sel) => {
+            let selector_errs = validate_label_selector(sel, "spec.selector");
+            let selector_valid = selector_errs.is_empty();
+            errs.extend(selector_errs);
+            if sel.is_empty() {
+                errs.push(FieldError::invalid(
+                    "spec.selector",
+                    "{}",
+                    &format!("empty selector is invalid for {kind}"),
+                ));
+            } else if selector_valid && !sel.matches(&template.metadata.labels) {
+                errs.push(FieldError::invalid(
+                    "spec.template.metadata.labels",
+                    &template.metadata.labels,
+                    "`selector` does not match template `labels`",
+                ));
+            }
+        }
+    }
+    errs.extend(validate_labels(
+        &template.metadata.labels,
+        "spec.template.metadata.labels",
+    ));
+    errs.extend(validate_annotations(
+        &template.metadata.annotations,
+        "spec.template.metadata.annotations",
+    ));
+    errs.extend(validate_pod_spec(&template.spec, "spec.template.spec"));
+    if let Some(policy) = template.spec.restart_policy {
+        if policy != RestartPolicy::Always {
+            errs.push(FieldError::not_supported(
+                "spec.template.spec.restartPolicy",
+                restart_policy_str(policy),
+                &["Always"],
+            ));
+        }
+    }
+    if template.spec.active_deadline_seconds.is_some() {
+        errs.push(FieldError::forbidden(
+            "spec.template.spec.activeDeadlineSeconds",
+            &format!("activeDeadlineSeconds in {kind_title} is not Supported"),
+        ));
+    }
+    errs
+}
+
+/// Checks a deployment's strategy: Recreate without rollingUpdate; RollingUpdate (the
+/// default) with maxUnavailable and maxSurge non-negative integers or percentages, not both
+/// 0 (each defaults to 25%), and maxUnavailable at most 100%.
+fn validate_deployment_strategy(strategy: &DeploymentStrategy) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    match (strategy.type_.unwrap_or_default(), &strategy.rolling_update) {
+        (DeploymentStrategyType::Recreate, Some(_)) => errs.push(FieldError::forbidden(
+            "spec.strategy.rollingUpdate",
+            "may not be specified when strategy `type` is 'Recreate'",
+        )),
+        (DeploymentStrategyType::Recreate, None)
+        | (DeploymentStrategyType::RollingUpdate, None) => {}
+        (DeploymentStrategyType::RollingUpdate, Some(ru)) => {
+            let default = IntOrString::String("25%".to_string());
+            let max_unavailable = ru.max_unavailable.as_ref().unwrap_or(&default);
+            let max_surge = ru.max_surge.as_ref().unwrap_or(&default);
+            let unavailable_path = "spec.strategy.rollingUpdate.maxUnavailable";
+            errs.extend(validate_non_negative_int_or_percent(
+                max_unavailable,
+                unavailable_path,
+            ));
+            errs.extend(validate_non_negative_int_or_percent(
+                max_surge,
+                "spec.strategy.rollingUpdate.maxSurge",
+            ));
+            if int_or_percent_number(max_unavailable) == 0 && int_or_percent_number(max_surge) == 0
+            {
+                errs.push(invalid_int_or_string(
+                    unavailable_path,
+                    max_unavailable,
+                    "may not be 0 when `maxSurge` is 0",
+                ));
+            }
+            errs.extend(validate_not_more_than_100_percent(
+                max_unavailable,
+                unavailable_path,
+            ));
+        }
+    }
+    errs
+}
+
+/// Checks a deployment: metadata (namespaced); replicas at least 0; a selector that is
+/// present, valid, not empty and matches the template's labels; a valid template
+/// (`spec.template.spec` checked as a pod spec) with restartPolicy Always and no
+/// activeDeadlineSeconds; and the strategy.
+pub fn validate_deployment(d: &Deployment) -> Result<(), ValidationErrors> {
+    let mut errs = validate_object_meta(&d.metadata, true);
+    errs.extend(validate_non_negative(
+        d.spec.replicas.into(),
+        "spec.replicas",
+    ));
+    errs.extend(validate_workload(
+        d.spec.selector.as_ref(),
+        &d.spec.template,
+        "deployment",
+        "Deployment",
+    ));
+    if let Some(strategy) = &d.spec.strategy {
+        errs.extend(validate_deployment_strategy(strategy));
+    }
+    ValidationErrors::check(errs)
+}
+
+/// Checks a replica set: metadata (namespaced), replicas at least 0, and the selector and
+/// template as for a deployment.
+pub fn validate_replica_set(rs: &ReplicaSet) -> Result<(), ValidationErrors> {
+    let mut errs = validate_object_meta(&rs.metadata, true);
+    errs.extend(validate_non_negative(
+        rs.spec.replicas.into(),
+        "spec.replicas",
+    ));
+    errs.extend(validate_workload(
+        rs.spec.selector.as_ref(),
+        &rs.spec.template,
+        "replicaset",
+        "ReplicaSet",
+    ));
+    ValidationErrors::check(errs)
+}
+
+/// Checks a daemon set: metadata (namespaced), and the selector and template as for a
+/// deployment.
+pub fn validate_daemon_set(ds: &DaemonSet) -> Result<(), ValidationErrors> {
+    let mut errs = validate_object_meta(&ds.metadata, true);
+    errs.extend(validate_workload(
+        ds.spec.selector.as_ref(),
+        &ds.spec.template,
+        "daemonset",
+        "DaemonSet",
+    ));
+    ValidationErrors::check(errs)
+}
+
+// ------------------------------------------------------------------------- quotas
+
+/// Unprefixed resource names Kubernetes knows (`validateResourceName`).
+const STANDARD_RESOURCES: &[&str] = &[
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "pods",
+    "resourcequotas",
+    "services",
+    "replicationcontrollers",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "storage",
+    "requests.storage",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+/// Unprefixed resource names a quota can track.
+const STANDARD_QUOTA_RESOURCES: &[&str] = &[
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.storage",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "pods",
+    "resourcequotas",
+    "services",
+    "replicationcontrollers",
+    "secrets",
+    "persistentvolumeclaims",
+    "configmaps",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+/// Object counts a quota tracks in whole units.
+const INTEGER_QUOTA_RESOURCES: &[&str] = &[
+    "pods",
+    "resourcequotas",
+    "services",
+    "replicationcontrollers",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+/// Pod compute resources, which pod scopes apply to.
+const POD_COMPUTE_QUOTA_RESOURCES: &[&str] = &[
+    "cpu",
+    "memory",
+    "limits.cpu",
+    "limits.memory",
+    "requests.cpu",
+    "requests.memory",
+];
+
+fn is_quota_hugepages_resource(name: &str) -> bool {
+    name.starts_with("hugepages-") || name.starts_with("requests.hugepages-")
+}
+
+/// Whether a quota can track this resource name (unprefixed names only).
+pub fn is_standard_quota_resource(name: &str) -> bool {
+    STANDARD_QUOTA_RESOURCES.contains(&name) || is_quota_hugepages_resource(name)
+}
+
+/// Whether a quota scope may limit this (standard quota) resource: pod scopes limit the
+/// pod count and pod compute resources, BestEffort only the pod count.
+fn is_scope_valid_for_resource(scope: ResourceQuotaScope, resource: &str) -> bool {
+    let pod_count = resource == "pods";
+    let compute = POD_COMPUTE_QUOTA_RESOURCES.contains(&resource);
+    match scope {
+        ResourceQuotaScope::Terminating
+        | ResourceQuotaScope::NotTerminating
+        | ResourceQuotaScope::NotBestEffort
+        | ResourceQuotaScope::PriorityClass
+        | ResourceQuotaScope::CrossNamespacePodAffinity => pod_count || compute,
+        ResourceQuotaScope::BestEffort => pod_count,
+        ResourceQuotaScope::VolumeAttributesClass => {
+            matches!(resource, "persistentvolumeclaims" | "requests.storage")
+        }
+    }
+}
+
+fn validate_quota_resource_name(name: &str, path: &str) -> Vec<FieldError> {
+    let mut errs = invalid_each(path, name, validate_label_key(name));
+    if !errs.is_empty() {
+        return errs;
+    }
+    if !name.contains('/') {
+        if !STANDARD_RESOURCES.contains(&name) && !is_quota_hugepages_resource(name) {
+            errs.push(FieldError::invalid(
+                path,
+                name,
+                "must be a standard resource type or fully qualified",
+            ));
+        }
+        if !is_standard_quota_resource(name) {
+            errs.push(FieldError::invalid(
+                path,
+                name,
+                "must be a standard resource for quota",
+            ));
+        }
+    }
+    errs
+}
+
+/// Reports conflicting scope pairs (BestEffort with NotBestEffort, Terminating with
+/// NotTerminating) among `scopes`, at `path`.
+fn conflicting_scopes(scopes: &BTreeSet<ResourceQuotaScope>, path: &str) -> Vec<FieldError> {
+    use ResourceQuotaScope::{BestEffort, NotBestEffort, NotTerminating, Terminating};
+    [(BestEffort, NotBestEffort), (Terminating, NotTerminating)]
+        .into_iter()
+        .filter(|(a, b)| scopes.contains(a) && scopes.contains(b))
+        .map(|(a, b)| {
+            FieldError::invalid(
+                path,
+                format!("{}, {}", a.as_str(), b.as_str()),
+                "conflicting scopes",
+            )
+        })
+        .collect()
+}
+
+/// Checks a resource quota: metadata (namespaced); each hard limit a quota resource name
+/// (qualified; unprefixed ones standard), a non-negative quantity, whole for object counts
+/// and extended resources; scopes that apply to every standard resource limited and do not
+/// conflict; scope selector requirements whose operator fits the scope (Exists only for
+/// Terminating, NotTerminating, BestEffort, NotBestEffort and CrossNamespacePodAffinity)
+/// and has values exactly for In and NotIn.
+pub fn validate_resource_quota(quota: &ResourceQuota) -> Result<(), ValidationErrors> {
+    let mut errs = validate_object_meta(&quota.metadata, true);
+    let spec = &quota.spec;
+    for (name, q) in &spec.hard {
+        let p = key("spec.hard", name);
+        errs.extend(validate_quota_resource_name(name, &p));
+        errs.extend(validate_quantity_non_negative(q, &p));
+        let integer =
+            INTEGER_QUOTA_RESOURCES.contains(&name.as_str()) || is_extended_resource(name);
+        if integer && !q.is_integer() {
+            errs.push(FieldError::invalid(&p, q.to_string(), "must be an integer"));
+        }
+    }
+    let unsupported_for = |scope: ResourceQuotaScope| {
+        spec.hard
+            .keys()
+            .any(|k| is_standard_quota_resource(k) && !is_scope_valid_for_resource(scope, k))
+    };
+    if !spec.scopes.is_empty() {
+        for scope in &spec.scopes {
+            if unsupported_for(*scope) {
+                errs.push(FieldError::invalid(
+                    "spec.scopes",
+                    scope.as_str(),
+                    "unsupported scope applied to resource",
+                ));
+            }
+        }
+        let set: BTreeSet<ResourceQuotaScope> = spec.scopes.iter().copied().collect();
+        errs.extend(conflicting_scopes(&set, "spec.scopes"));
+    }
+    if let Some(selector) = &spec.scope_selector {
+        let exprs_path = "spec.scopeSelector.matchExpressions";
+        let mut set = BTreeSet::new();
+        for (i, req) in selector.match_expressions.iter().enumerate() {
+            let p = index(exprs_path, i);
+            if unsupported_for(req.scope_name) {
+                errs.push(FieldError::invalid(
+                    child(&p, "scopeName"),
+                    req.scope_name.as_str(),
+                    "unsupported scope applied to resource",
+                ));
+            }
+            let exists_only = matches!(
+                req.scope_name,
+                ResourceQuotaScope::Terminating
+                    | ResourceQuotaScope::NotTerminating
+                    | ResourceQuotaScope::BestEffort
+                    | ResourceQuotaScope::NotBestEffort
+                    | ResourceQuotaScope::CrossNamespacePodAffinity
+            );
+            if exists_only && req.operator != ScopeSelectorOperator::Exists {
+                errs.push(FieldError::invalid(
+                    child(&p, "operator"),
+                    req.operator.as_str(),
+                    "must be 'Exist' only operator when scope is any of \
+                     ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, \
+                     ResourceQuotaScopeBestEffort and ResourceQuotaScopeNotBestEffort",
+                ));
+            }
+            let values_path = child(&p, "values");
+            match req.operator {
+                ScopeSelectorOperator::In | ScopeSelectorOperator::NotIn => {
+                    if req.values.is_empty() {
+                        errs.push(FieldError::required(
+                            values_path,
+                            "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector",
+                        ));
+                    }
+                }
+                ScopeSelectorOperator::Exists | ScopeSelectorOperator::DoesNotExist => {
+                    if !req.values.is_empty() {
+                        errs.push(FieldError::invalid(
+                            values_path,
+                            &req.values,
+                            "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
+                        ));
+                    }
+                }
+            }
+            set.insert(req.scope_name);
+        }
+        errs.extend(conflicting_scopes(&set, exprs_path));
+    }
+    ValidationErrors::check(errs)
+}
+
 /// Checks any object by its kind.
 pub fn validate_object(obj: &Object) -> Result<(), ValidationErrors> {
     match obj {
@@ -1273,6 +1834,13 @@ pub fn validate_object(obj: &Object) -> Result<(), ValidationErrors> {
         Object::Node(n) => validate_node(n),
         Object::PriorityClass(c) => validate_priority_class(c),
         Object::Event(e) => validate_event(e),
+        Object::Namespace(n) => validate_namespace(n),
+        Object::RuntimeClass(c) => validate_runtime_class(c),
+        Object::PodDisruptionBudget(p) => validate_pod_disruption_budget(p),
+        Object::Deployment(d) => validate_deployment(d),
+        Object::ReplicaSet(r) => validate_replica_set(r),
+        Object::DaemonSet(d) => validate_daemon_set(d),
+        Object::ResourceQuota(q) => validate_resource_quota(q),
     }
 }
 
@@ -2285,6 +2853,806 @@ mod tests {
                 }),
                 &[("metadata.labels.k", "a valid label must be")],
             ),
+        ]);
+    }
+
+    // --------------------------------------------------------------------- newer kinds
+
+    fn web_template() -> PodTemplateSpec {
+        PodTemplateSpec {
+            metadata: ObjectMeta {
+                labels: strings(&[("app", "web"), ("tier", "front")]),
+                ..Default::default()
+            },
+            spec: PodSpec {
+                containers: vec![container("app")],
+                ..Default::default()
+            },
+        }
+    }
+
+    fn deployment(edit: impl FnOnce(&mut Deployment)) -> Object {
+        let mut d = Deployment {
+            metadata: ObjectMeta {
+                name: "web".into(),
+                namespace: "default".into(),
+                ..Default::default()
+            },
+            spec: DeploymentSpec {
+                replicas: 3,
+                selector: Some(app_selector()),
+                template: web_template(),
+                strategy: Some(DeploymentStrategy {
+                    type_: Some(DeploymentStrategyType::RollingUpdate),
+                    rolling_update: Some(RollingUpdateDeployment {
+                        max_unavailable: Some(IntOrString::String("25%".into())),
+                        max_surge: Some(IntOrString::Int(1)),
+                    }),
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        edit(&mut d);
+        Object::Deployment(d)
+    }
+
+    fn rolling(d: &mut Deployment) -> &mut RollingUpdateDeployment {
+        d.spec
+            .strategy
+            .as_mut()
+            .unwrap()
+            .rolling_update
+            .as_mut()
+            .unwrap()
+    }
+
+    fn replica_set(edit: impl FnOnce(&mut ReplicaSet)) -> Object {
+        let mut rs = ReplicaSet {
+            metadata: ObjectMeta {
+                name: "web-abc".into(),
+                namespace: "default".into(),
+                ..Default::default()
+            },
+            spec: ReplicaSetSpec {
+                replicas: 2,
+                selector: Some(app_selector()),
+                template: web_template(),
+                min_ready_seconds: None,
+            },
+            ..Default::default()
+        };
+        edit(&mut rs);
+        Object::ReplicaSet(rs)
+    }
+
+    fn daemon_set(edit: impl FnOnce(&mut DaemonSet)) -> Object {
+        let mut ds = DaemonSet {
+            metadata: ObjectMeta {
+                name: "agent".into(),
+                namespace: "kube-system".into(),
+                ..Default::default()
+            },
+            spec: DaemonSetSpec {
+                selector: Some(LabelSelector {
+                    match_labels: strings(&[("app", "web")]),
+                    match_expressions: vec![],
+                }),
+                template: web_template(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        edit(&mut ds);
+        Object::DaemonSet(ds)
+    }
+
+    fn pdb(edit: impl FnOnce(&mut PodDisruptionBudgetSpec)) -> Object {
+        let mut p = PodDisruptionBudget {
+            metadata: ObjectMeta {
+                name: "web-pdb".into(),
+                namespace: "default".into(),
+                ..Default::default()
+            },
+            spec: PodDisruptionBudgetSpec {
+                min_available: Some(IntOrString::Int(2)),
+                selector: Some(app_selector()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        edit(&mut p.spec);
+        Object::PodDisruptionBudget(p)
+    }
+
+    fn runtime_class(edit: impl FnOnce(&mut RuntimeClass)) -> Object {
+        let mut rc = RuntimeClass {
+            metadata: ObjectMeta {
+                name: "kata-fc".into(),
+                ..Default::default()
+            },
+            handler: "kata-fc".into(),
+            overhead: Some(Overhead {
+                pod_fixed: resources(&[("cpu", "250m"), ("memory", "120Mi")]),
+            }),
+            scheduling: Some(Scheduling {
+                node_selector: strings(&[("runtime", "kata")]),
+                tolerations: vec![Toleration {
+                    key: "kata".into(),
+                    operator: Some(TolerationOperator::Exists),
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        };
+        edit(&mut rc);
+        Object::RuntimeClass(rc)
+    }
+
+    fn quota(edit: impl FnOnce(&mut ResourceQuotaSpec)) -> Object {
+        let mut q = ResourceQuota {
+            metadata: ObjectMeta {
+                name: "pods-high".into(),
+                namespace: "default".into(),
+                ..Default::default()
+            },
+            spec: ResourceQuotaSpec {
+                hard: resources(&[
+                    ("pods", "10"),
+                    ("cpu", "1000"),
+                    ("requests.memory", "200Gi"),
+                    ("limits.cpu", "2"),
+                ]),
+                scopes: vec![],
+                scope_selector: Some(ScopeSelector {
+                    match_expressions: vec![ScopedResourceSelectorRequirement {
+                        scope_name: ResourceQuotaScope::PriorityClass,
+                        operator: ScopeSelectorOperator::In,
+                        values: vec!["high".into()],
+                    }],
+                }),
+            },
+            ..Default::default()
+        };
+        edit(&mut q.spec);
+        Object::ResourceQuota(q)
+    }
+
+    fn scope_req(
+        scope_name: ResourceQuotaScope,
+        operator: ScopeSelectorOperator,
+        values: &[&str],
+    ) -> ScopedResourceSelectorRequirement {
+        ScopedResourceSelectorRequirement {
+            scope_name,
+            operator,
+            values: values.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn int_or_percent_rules() {
+        struct IntCase {
+            name: &'static str,
+            value: IntOrString,
+            want_non_negative: Option<&'static str>,
+            want_at_most_100: Option<&'static str>,
+        }
+        let cases = [
+            IntCase {
+                name: "zero",
+                value: IntOrString::Int(0),
+                want_non_negative: None,
+                want_at_most_100: None,
+            },
+            IntCase {
+                name: "large int",
+                value: IntOrString::Int(500),
+                want_non_negative: None,
+                want_at_most_100: None,
+            },
+            IntCase {
+                name: "negative int",
+                value: IntOrString::Int(-1),
+                want_non_negative: Some("Invalid value: -1: must be greater than or equal to 0"),
+                want_at_most_100: None,
+            },
+            IntCase {
+                name: "0%",
+                value: IntOrString::String("0%".into()),
+                want_non_negative: None,
+                want_at_most_100: None,
+            },
+            IntCase {
+                name: "100%",
+                value: IntOrString::String("100%".into()),
+                want_non_negative: None,
+                want_at_most_100: None,
+            },
+            IntCase {
+                name: "101%",
+                value: IntOrString::String("101%".into()),
+                want_non_negative: None,
+                want_at_most_100: Some("Invalid value: \"101%\": must not be greater than 100%"),
+            },
+            IntCase {
+                name: "abc%",
+                value: IntOrString::String("abc%".into()),
+                want_non_negative: Some("Invalid value: \"abc%\": a valid percent string must be"),
+                want_at_most_100: None,
+            },
+            IntCase {
+                name: "number as string",
+                value: IntOrString::String("5".into()),
+                want_non_negative: Some("a valid percent string"),
+                want_at_most_100: None,
+            },
+            IntCase {
+                name: "negative percent",
+                value: IntOrString::String("-5%".into()),
+                want_non_negative: Some("a valid percent string"),
+                want_at_most_100: None,
+            },
+        ];
+        for case in cases {
+            let got = validate_non_negative_int_or_percent(&case.value, "x");
+            match case.want_non_negative {
+                None => assert!(got.is_empty(), "{}: {got:?}", case.name),
+                Some(gist) => assert!(
+                    got.len() == 1 && got[0].message.contains(gist),
+                    "{}: {got:?}",
+                    case.name
+                ),
+            }
+            let got = validate_not_more_than_100_percent(&case.value, "x");
+            match case.want_at_most_100 {
+                None => assert!(got.is_empty(), "{}: {got:?}", case.name),
+                Some(gist) => assert!(
+                    got.len() == 1 && got[0].message.contains(gist),
+                    "{}: {got:?}",
+                    case.name
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn pod_disruption_budget_rules() {
+        run(vec![
+            case("minAvailable count", pdb(|_| {}), &[]),
+            case(
+                "maxUnavailable percentage",
+                pdb(|s| {
+                    s.min_available = None;
+                    s.max_unavailable = Some(IntOrString::String("50%".into()));
+                }),
+                &[],
+            ),
+            case("neither is accepted", pdb(|s| s.min_available = None), &[]),
+            case(
+                "empty selector selects the namespace",
+                pdb(|s| s.selector = Some(LabelSelector::default())),
+                &[],
+            ),
+            case(
+                "both set",
+                pdb(|s| s.max_unavailable = Some(IntOrString::Int(1))),
+                &[("spec", "minAvailable and maxUnavailable cannot be both set")],
+            ),
+            case(
+                "above 100%",
+                pdb(|s| s.min_available = Some(IntOrString::String("120%".into()))),
+                &[("spec.minAvailable", "must not be greater than 100%")],
+            ),
+            case(
+                "negative maxUnavailable",
+                pdb(|s| {
+                    s.min_available = None;
+                    s.max_unavailable = Some(IntOrString::Int(-2));
+                }),
+                &[("spec.maxUnavailable", "must be greater than or equal to 0")],
+            ),
+            case(
+                "bad percentage",
+                pdb(|s| s.min_available = Some(IntOrString::String("half".into()))),
+                &[(
+                    "spec.minAvailable",
+                    "a valid percent string must be a numeric string followed by an ending '%'",
+                )],
+            ),
+            case(
+                "bad selector",
+                pdb(|s| {
+                    s.selector.as_mut().unwrap().match_expressions[0]
+                        .values
+                        .clear();
+                }),
+                &[(
+                    "spec.selector.matchExpressions[0].values",
+                    "must be specified when `operator` is 'In' or 'NotIn'",
+                )],
+            ),
+        ]);
+    }
+
+    #[test]
+    fn deployment_rules() {
+        run(vec![
+            case("valid", deployment(|_| {}), &[]),
+            case("zero replicas", deployment(|d| d.spec.replicas = 0), &[]),
+            case(
+                "defaults for the strategy",
+                deployment(|d| d.spec.strategy = None),
+                &[],
+            ),
+            case(
+                "recreate",
+                deployment(|d| {
+                    d.spec.strategy = Some(DeploymentStrategy {
+                        type_: Some(DeploymentStrategyType::Recreate),
+                        rolling_update: None,
+                    });
+                }),
+                &[],
+            ),
+            case(
+                "negative replicas",
+                deployment(|d| d.spec.replicas = -1),
+                &[(
+                    "spec.replicas",
+                    "Invalid value: -1: must be greater than or equal to 0",
+                )],
+            ),
+            case(
+                "no selector",
+                deployment(|d| d.spec.selector = None),
+                &[("spec.selector", "Required value")],
+            ),
+            case(
+                "empty selector",
+                deployment(|d| d.spec.selector = Some(LabelSelector::default())),
+                &[("spec.selector", "empty selector is invalid for deployment")],
+            ),
+            case(
+                "selector does not match the template",
+                deployment(|d| {
+                    d.spec
+                        .template
+                        .metadata
+                        .labels
+                        .insert("app".into(), "db".into());
+                }),
+                &[(
+                    "spec.template.metadata.labels",
+                    "`selector` does not match template `labels`",
+                )],
+            ),
+            case(
+                "invalid selector is not also matched",
+                deployment(|d| {
+                    d.spec
+                        .selector
+                        .as_mut()
+                        .unwrap()
+                        .match_labels
+                        .insert("bad key!".into(), "x".into());
+                }),
+                &[(
+                    "spec.selector.matchLabels[\"bad key!\"]",
+                    "name part must consist of",
+                )],
+            ),
+            case(
+                "bad template label",
+                deployment(|d| {
+                    d.spec
+                        .template
+                        .metadata
+                        .labels
+                        .insert("tier".into(), "front end".into());
+                    d.spec.selector.as_mut().unwrap().match_expressions.clear();
+                }),
+                &[(
+                    "spec.template.metadata.labels.tier",
+                    "a valid label must be",
+                )],
+            ),
+            case(
+                "no containers",
+                deployment(|d| d.spec.template.spec.containers.clear()),
+                &[("spec.template.spec.containers", "Required value")],
+            ),
+            case(
+                "bad container",
+                deployment(|d| {
+                    d.spec.template.spec.containers[0].name = "App".into();
+                    d.spec.template.spec.containers[0]
+                        .resources
+                        .requests
+                        .insert("cpu".into(), q("-1"));
+                }),
+                &[
+                    (
+                        "spec.template.spec.containers[0].name",
+                        "a lowercase RFC 1123 label",
+                    ),
+                    (
+                        "spec.template.spec.containers[0].resources.requests.cpu",
+                        "must be greater than or equal to 0",
+                    ),
+                ],
+            ),
+            case(
+                "restartPolicy Never",
+                deployment(|d| d.spec.template.spec.restart_policy = Some(RestartPolicy::Never)),
+                &[(
+                    "spec.template.spec.restartPolicy",
+                    "Unsupported value: \"Never\": supported values: \"Always\"",
+                )],
+            ),
+            case(
+                "activeDeadlineSeconds",
+                deployment(|d| {
+                    d.spec.template.spec.active_deadline_seconds = Some(serde::de::IgnoredAny);
+                }),
+                &[(
+                    "spec.template.spec.activeDeadlineSeconds",
+                    "activeDeadlineSeconds in Deployment is not Supported",
+                )],
+            ),
+            case(
+                "recreate with rollingUpdate",
+                deployment(|d| {
+                    d.spec.strategy.as_mut().unwrap().type_ =
+                        Some(DeploymentStrategyType::Recreate);
+                }),
+                &[(
+                    "spec.strategy.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'",
+                )],
+            ),
+            case(
+                "both limits 0",
+                deployment(|d| {
+                    let ru = rolling(d);
+                    ru.max_unavailable = Some(IntOrString::String("0%".into()));
+                    ru.max_surge = Some(IntOrString::Int(0));
+                }),
+                &[(
+                    "spec.strategy.rollingUpdate.maxUnavailable",
+                    "Invalid value: \"0%\": may not be 0 when `maxSurge` is 0",
+                )],
+            ),
+            case(
+                "maxUnavailable 0 with default maxSurge",
+                deployment(|d| {
+                    let ru = rolling(d);
+                    ru.max_unavailable = Some(IntOrString::Int(0));
+                    ru.max_surge = None;
+                }),
+                &[],
+            ),
+            case(
+                "maxUnavailable above 100%",
+                deployment(|d| {
+                    rolling(d).max_unavailable = Some(IntOrString::String("200%".into()));
+                }),
+                &[(
+                    "spec.strategy.rollingUpdate.maxUnavailable",
+                    "must not be greater than 100%",
+                )],
+            ),
+            case(
+                "maxSurge above 100% is allowed",
+                deployment(|d| {
+                    rolling(d).max_surge = Some(IntOrString::String("200%".into()));
+                }),
+                &[],
+            ),
+            case(
+                "negative maxSurge",
+                deployment(|d| rolling(d).max_surge = Some(IntOrString::Int(-1))),
+                &[(
+                    "spec.strategy.rollingUpdate.maxSurge",
+                    "must be greater than or equal to 0",
+                )],
+            ),
+        ]);
+    }
+
+    #[test]
+    fn replica_set_rules() {
+        run(vec![
+            case("valid", replica_set(|_| {}), &[]),
+            case(
+                "negative replicas",
+                replica_set(|r| r.spec.replicas = -3),
+                &[("spec.replicas", "must be greater than or equal to 0")],
+            ),
+            case(
+                "no selector",
+                replica_set(|r| r.spec.selector = None),
+                &[("spec.selector", "Required value")],
+            ),
+            case(
+                "empty selector",
+                replica_set(|r| r.spec.selector = Some(LabelSelector::default())),
+                &[("spec.selector", "empty selector is invalid for replicaset")],
+            ),
+            case(
+                "template without the selected labels",
+                replica_set(|r| r.spec.template.metadata.labels.clear()),
+                &[(
+                    "spec.template.metadata.labels",
+                    "`selector` does not match template `labels`",
+                )],
+            ),
+            case(
+                "restartPolicy OnFailure",
+                replica_set(|r| {
+                    r.spec.template.spec.restart_policy = Some(RestartPolicy::OnFailure)
+                }),
+                &[(
+                    "spec.template.spec.restartPolicy",
+                    "Unsupported value: \"OnFailure\"",
+                )],
+            ),
+            case(
+                "bad name",
+                replica_set(|r| r.metadata.name = "Web".into()),
+                &[("metadata.name", "RFC 1123 subdomain")],
+            ),
+        ]);
+    }
+
+    #[test]
+    fn daemon_set_rules() {
+        run(vec![
+            case("valid", daemon_set(|_| {}), &[]),
+            case(
+                "no selector",
+                daemon_set(|d| d.spec.selector = None),
+                &[("spec.selector", "Required value")],
+            ),
+            case(
+                "empty selector",
+                daemon_set(|d| d.spec.selector = Some(LabelSelector::default())),
+                &[("spec.selector", "empty selector is invalid for daemonset")],
+            ),
+            case(
+                "selector does not match",
+                daemon_set(|d| {
+                    d.spec
+                        .selector
+                        .as_mut()
+                        .unwrap()
+                        .match_labels
+                        .insert("app".into(), "agent".into());
+                }),
+                &[(
+                    "spec.template.metadata.labels",
+                    "`selector` does not match template `labels`",
+                )],
+            ),
+            case(
+                "bad toleration in the template",
+                daemon_set(|d| {
+                    d.spec.template.spec.tolerations.push(Toleration {
+                        key: String::new(),
+                        operator: Some(TolerationOperator::Equal),
+                        ..Default::default()
+                    });
+                }),
+                &[(
+                    "spec.template.spec.tolerations[0].operator",
+                    "operator must be Exists when `key` is empty",
+                )],
+            ),
+        ]);
+    }
+
+    #[test]
+    fn namespace_rules() {
+        let ns = |name: &str| Object::Namespace(Namespace::new(name));
+        run(vec![
+            case("valid", ns("team-a"), &[]),
+            case(
+                "dotted name",
+                ns("team.a"),
+                &[(
+                    "metadata.name",
+                    "a lowercase RFC 1123 label must consist of",
+                )],
+            ),
+            case(
+                "too long",
+                ns(&"a".repeat(64)),
+                &[("metadata.name", "must be no more than 63 characters")],
+            ),
+            case(
+                "not even a subdomain",
+                ns("Team_A"),
+                &[("metadata.name", "RFC 1123 subdomain")],
+            ),
+            case(
+                "bad label",
+                Object::Namespace(Namespace {
+                    metadata: ObjectMeta {
+                        name: "team-a".into(),
+                        labels: strings(&[("team", "a b")]),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                }),
+                &[("metadata.labels.team", "a valid label must be")],
+            ),
+        ]);
+    }
+
+    #[test]
+    fn runtime_class_rules() {
+        run(vec![
+            case("valid", runtime_class(|_| {}), &[]),
+            case(
+                "handler only",
+                runtime_class(|r| {
+                    r.overhead = None;
+                    r.scheduling = None;
+                }),
+                &[],
+            ),
+            case(
+                "empty handler",
+                runtime_class(|r| r.handler.clear()),
+                &[("handler", "a lowercase RFC 1123 label must consist of")],
+            ),
+            case(
+                "dotted handler",
+                runtime_class(|r| r.handler = "kata.fc".into()),
+                &[(
+                    "handler",
+                    "Invalid value: \"kata.fc\": a lowercase RFC 1123 label",
+                )],
+            ),
+            case(
+                "negative overhead",
+                runtime_class(|r| {
+                    r.overhead
+                        .as_mut()
+                        .unwrap()
+                        .pod_fixed
+                        .insert("memory".into(), q("-1Mi"));
+                }),
+                &[(
+                    "overhead.podFixed.memory",
+                    "must be greater than or equal to 0",
+                )],
+            ),
+            case(
+                "unknown overhead resource",
+                runtime_class(|r| {
+                    r.overhead
+                        .as_mut()
+                        .unwrap()
+                        .pod_fixed
+                        .insert("pods".into(), q("1"));
+                }),
+                &[(
+                    "overhead.podFixed.pods",
+                    "must be a standard resource for containers",
+                )],
+            ),
+            case(
+                "fractional extended overhead",
+                runtime_class(|r| {
+                    r.overhead
+                        .as_mut()
+                        .unwrap()
+                        .pod_fixed
+                        .insert("example.com/gpu".into(), q("500m"));
+                }),
+                &[(
+                    "overhead.podFixed[\"example.com/gpu\"]",
+                    "must be an integer",
+                )],
+            ),
+            case(
+                "bad node selector",
+                runtime_class(|r| {
+                    r.scheduling
+                        .as_mut()
+                        .unwrap()
+                        .node_selector
+                        .insert("runtime".into(), "-kata".into());
+                }),
+                &[("scheduling.nodeSelector.runtime", "a valid label must be")],
+            ),
+            case(
+                "bad toleration",
+                runtime_class(|r| {
+                    r.scheduling.as_mut().unwrap().tolerations[0].value = "x".into();
+                }),
+                &[(
+                    "scheduling.tolerations[0].value",
+                    "value must be empty when `operator` is 'Exists'",
+                )],
+            ),
+        ]);
+    }
+
+    #[test]
+    fn resource_quota_rules() {
+        run(vec![
+            case("valid", quota(|_| {}), &[]),
+            case("object counts and extended resources", quota(|s| {
+                s.scope_selector = None;
+                s.hard = resources(&[
+                    ("count/deployments.apps", "5"),
+                    ("requests.example.com/gpu", "4"),
+                    ("services.loadbalancers", "2"),
+                    ("requests.hugepages-2Mi", "1Gi"),
+                ]);
+            }), &[]),
+            case("negative", quota(|s| {
+                s.hard.insert("pods".into(), q("-1"));
+            }), &[("spec.hard.pods", "must be greater than or equal to 0")]),
+            case("fractional pods", quota(|s| {
+                s.hard.insert("pods".into(), q("1500m"));
+            }), &[("spec.hard.pods", "Invalid value: \"1500m\": must be an integer")]),
+            case("unknown resource", quota(|s| {
+                s.hard.insert("gpu".into(), q("1"));
+            }), &[
+                ("spec.hard.gpu", "must be a standard resource type or fully qualified"),
+                ("spec.hard.gpu", "must be a standard resource for quota"),
+            ]),
+            case("storage is not a quota resource", quota(|s| {
+                s.hard.insert("storage".into(), q("1Gi"));
+            }), &[("spec.hard.storage", "Invalid value: \"storage\": must be a standard resource for quota")]),
+            case("bad resource name", quota(|s| {
+                s.hard.insert("a/b/c".into(), q("1"));
+            }), &[("spec.hard[\"a/b/c\"]", "a qualified name must consist of")]),
+            case("BestEffort on cpu", quota(|s| {
+                s.scope_selector = None;
+                s.scopes = vec![ResourceQuotaScope::BestEffort];
+            }), &[("spec.scopes", "Invalid value: \"BestEffort\": unsupported scope applied to resource")]),
+            case("BestEffort on pods only", quota(|s| {
+                s.scope_selector = None;
+                s.hard = resources(&[("pods", "3")]);
+                s.scopes = vec![ResourceQuotaScope::BestEffort];
+            }), &[]),
+            case("conflicting scopes", quota(|s| {
+                s.scopes = vec![ResourceQuotaScope::Terminating, ResourceQuotaScope::NotTerminating];
+            }), &[("spec.scopes", "Invalid value: \"Terminating, NotTerminating\": conflicting scopes")]),
+            case("priority class Exists", quota(|s| {
+                s.scope_selector.as_mut().unwrap().match_expressions =
+                    vec![scope_req(ResourceQuotaScope::PriorityClass, ScopeSelectorOperator::Exists, &[])];
+            }), &[]),
+            case("In without values", quota(|s| {
+                s.scope_selector.as_mut().unwrap().match_expressions[0].values.clear();
+            }), &[(
+                "spec.scopeSelector.matchExpressions[0].values",
+                "Required value: must be at least one value when `operator` is 'In' or 'NotIn' for scope selector",
+            )]),
+            case("Exists with values", quota(|s| {
+                s.scope_selector.as_mut().unwrap().match_expressions[0].operator = ScopeSelectorOperator::Exists;
+            }), &[(
+                "spec.scopeSelector.matchExpressions[0].values",
+                "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
+            )]),
+            case("Terminating with In", quota(|s| {
+                s.scope_selector.as_mut().unwrap().match_expressions =
+                    vec![scope_req(ResourceQuotaScope::Terminating, ScopeSelectorOperator::In, &["x"])];
+            }), &[(
+                "spec.scopeSelector.matchExpressions[0].operator",
+                "Invalid value: \"In\": must be 'Exist' only operator",
+            )]),
+            case("conflicting selector scopes", quota(|s| {
+                s.hard = resources(&[("pods", "3")]);
+                s.scope_selector.as_mut().unwrap().match_expressions = vec![
+                    scope_req(ResourceQuotaScope::BestEffort, ScopeSelectorOperator::Exists, &[]),
+                    scope_req(ResourceQuotaScope::NotBestEffort, ScopeSelectorOperator::Exists, &[]),
+                ];
+            }), &[("spec.scopeSelector.matchExpressions", "conflicting scopes")]),
         ]);
     }
 

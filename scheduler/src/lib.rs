@@ -8,14 +8,23 @@
 //! - [`plugins`]: one module per kube-scheduler plugin, each with its table tests.
 //! - [`profile`]: profiles (plugin sets, weights, args) from KubeSchedulerConfiguration.
 //! - [`cycle`]: `schedule_one` as a pipeline of named stages.
+//! - [`controllers`]: the live cluster's workload, garbage-collection and disruption
+//!   controllers.
 //! - [`queue`]: the scheduling queue (priority, back-off, unschedulable pods, gates).
 //! - [`server`]: the `berth-scheduler` service: store, gRPC API, scheduling loop.
+//! - [`perf`]: kube's scheduler_perf workloads and the in-process benchmark runner.
+//! - [`sim`]: `berth sim`'s engine: the scheduler run offline over manifests, explained.
+//! - [`workloads`]: what Deployments, ReplicaSets and DaemonSets create, as pure functions.
 #![warn(missing_docs)]
 
+pub mod controllers;
 pub mod cycle;
 pub mod framework;
 pub mod plugins;
 pub mod profile;
+pub mod perf;
 pub mod queue;
+pub mod sim;
+pub mod workloads;
 
 pub mod server;

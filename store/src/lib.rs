@@ -6,8 +6,10 @@
 //! - [`ObjectStore`] (in `object_store.rs`) is the narrow interface the scheduler codes
 //!   against: `get`, `list`, `commit` a batch of [`Op`]s atomically, `revision`, and
 //!   `subscribe` to the resulting [`Change`]s.
-//! - [`SledStore`] (in `sled_store.rs`) implements it on sled. Each [`Kind`] has its own tree
-//!   (`pods`, `nodes`, `priorityclasses`, `events`) keyed by `namespace/name`, or `name` for
+//! - [`SledStore`] (in `sled_store.rs`) implements it on sled. Each [`Kind`] has its own tree,
+//!   named by the kind's plural resource (`pods`, `nodes`, `priorityclasses`, `events`,
+//!   `namespaces`, `runtimeclasses`, `poddisruptionbudgets`, `deployments`, `replicasets`,
+//!   `daemonsets`, `resourcequotas`) and keyed by `namespace/name`, or `name` for
 //!   cluster-scoped kinds, whose values are the objects as JSON (the model types' serde form).
 //!   A `meta` tree holds the revision counter. A commit is one sled transaction across all of
 //!   these trees, then a flush, then a broadcast of its changes.

@@ -3,16 +3,26 @@
 //! reconnect to the scheduler.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
 use berth_proto::model::{Pod, PodStatus};
+use tokio::sync::mpsc;
 
 use crate::error::Result;
+use crate::usage::PodUsage;
 
+pub mod cgroup;
+pub mod process;
 pub mod sim;
 
+pub use process::{ProcessConfig, ProcessRuntime};
 pub use sim::SimRuntime;
+
+/// Where a runtime sends a pod's status when it changes on its own (a container exits or
+/// restarts), for the agent to report.
+pub type StatusSender = mpsc::UnboundedSender<PodReport>;
 
 /// A boxed, sendable future: what [`Runtime`]'s async methods return, so that the trait can
 /// be used as `dyn Runtime`.
@@ -56,6 +66,16 @@ pub trait Runtime: Send + Sync {
 
     /// The current status of a running pod.
     fn report(&self, uid: &str) -> Option<PodReport>;
+
+    /// What a running pod uses now; `None` if it does not run here.
+    fn usage(&self, uid: &str) -> Option<PodUsage>;
+
+    /// The log file of a container of a pod that runs (or ran) here; `None` if the
+    /// runtime keeps no logs for it.
+    fn log_path(&self, uid: &str, container: &str) -> Option<PathBuf> {
+        let _ = (uid, container);
+        None
+    }
 }
 
 /// Compile-time check that [`Runtime`] can be shared across tasks as a trait object.

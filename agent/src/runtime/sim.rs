@@ -1,15 +1,144 @@
 //! The `sim` runtime: pods that "run" without any process, from the moment they start until
 //! they are stopped. For labs, demos and scale tests with thousands of simulated nodes.
+//!
+//! # Usage contract
+//!
+//! A simulated pod uses what its annotations declare; without them it uses nothing. The
+//! whole pod's usage is its first container's (the others use nothing):
+//!
+//! | annotation | value | meaning |
+//! | --- | --- | --- |
+//! | `sim.berth.dev/memory-usage` | quantity, `300Mi` | constant memory working set |
+//! | `sim.berth.dev/cpu-usage` | quantity, `250m` | constant CPU |
+//! | `sim.berth.dev/disk-usage` | quantity, `1Gi` | constant bytes on the node filesystem |
+//! | `sim.berth.dev/memory-usage-ramp` | `FROM->TO/DURATION`, `100Mi->900Mi/60s` | memory growing linearly from FROM at the pod's start to TO after DURATION, then staying at TO; it overrides `memory-usage` |
+//!
+//! An annotation that does not parse is logged once (warn) and counts as no usage.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use berth_proto::model::{ContainerStatus, Pod, PodCondition, PodPhase, PodStatus, Time};
-use tracing::debug;
+use berth_proto::Quantity;
+use tracing::{debug, warn};
 
 use super::{BoxFuture, PodReport, Runtime};
 use crate::error::Result;
+use crate::usage::{ContainerUsage, PodUsage};
+
+/// Constant memory working set of a simulated pod.
+pub const ANNOTATION_MEMORY_USAGE: &str = "sim.berth.dev/memory-usage";
+/// Constant CPU of a simulated pod.
+pub const ANNOTATION_CPU_USAGE: &str = "sim.berth.dev/cpu-usage";
+/// Constant disk use of a simulated pod.
+pub const ANNOTATION_DISK_USAGE: &str = "sim.berth.dev/disk-usage";
+/// Memory of a simulated pod growing linearly: `FROM->TO/DURATION`.
+pub const ANNOTATION_MEMORY_USAGE_RAMP: &str = "sim.berth.dev/memory-usage-ramp";
+
+/// How a simulated amount changes over the pod's life.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UsageShape {
+    /// The same amount all along.
+    Constant(Quantity),
+    /// From `from` at the start to `to` after `over`, linearly; `to` afterwards.
+    Ramp {
+        /// Amount at the start.
+        from: Quantity,
+        /// Amount from `over` on.
+        to: Quantity,
+        /// How long the ramp lasts.
+        over: Duration,
+    },
+}
+
+impl UsageShape {
+    /// Parses a constant (`300Mi`) or, with `ramp`, a ramp (`100Mi->900Mi/60s`).
+    pub fn parse(text: &str, ramp: bool) -> std::result::Result<UsageShape, String> {
+        let quantity = |t: &str| {
+            let q = Quantity::parse(t.trim()).map_err(|e| e.to_string())?;
+            if q.is_negative() {
+                return Err(format!("{t:?} is negative"));
+            }
+            Ok(q)
+        };
+        if !ramp {
+            return quantity(text).map(UsageShape::Constant);
+        }
+        let (amounts, over) = text
+            .rsplit_once('/')
+            .ok_or_else(|| format!("{text:?}: expected FROM->TO/DURATION"))?;
+        let (from, to) = amounts
+            .split_once("->")
+            .ok_or_else(|| format!("{text:?}: expected FROM->TO/DURATION"))?;
+        let over = humantime::parse_duration(over.trim())
+            .map_err(|e| format!("{text:?}: duration {over:?}: {e}"))?;
+        Ok(UsageShape::Ramp {
+            from: quantity(from)?,
+            to: quantity(to)?,
+            over,
+        })
+    }
+
+    /// The amount, in millis of the unit, `elapsed` after the pod started.
+    pub fn millis_at(&self, elapsed: Duration) -> i64 {
+        match self {
+            UsageShape::Constant(q) => q.millis(),
+            UsageShape::Ramp { from, to, over } => {
+                if elapsed >= *over || over.is_zero() {
+                    return to.millis();
+                }
+                let fraction = elapsed.as_secs_f64() / over.as_secs_f64();
+                let (from, to) = (from.millis() as f64, to.millis() as f64);
+                (from + (to - from) * fraction) as i64
+            }
+        }
+    }
+}
+
+/// The declared usage of a simulated pod, read from its annotations.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SimUsage {
+    /// Memory, bytes.
+    pub memory: Option<UsageShape>,
+    /// CPU, cores.
+    pub cpu: Option<UsageShape>,
+    /// Disk, bytes.
+    pub disk: Option<UsageShape>,
+}
+
+impl SimUsage {
+    /// Reads the annotations; each problem is returned as `annotation: reason`, and the
+    /// annotation is left out.
+    pub fn from_annotations(
+        annotations: &std::collections::BTreeMap<String, String>,
+    ) -> (SimUsage, Vec<String>) {
+        let mut problems = Vec::new();
+        let mut read = |key: &str, ramp: bool| {
+            let text = annotations.get(key)?;
+            UsageShape::parse(text, ramp)
+                .map_err(|e| problems.push(format!("{key}: {e}")))
+                .ok()
+        };
+        let memory =
+            read(ANNOTATION_MEMORY_USAGE_RAMP, true).or(read(ANNOTATION_MEMORY_USAGE, false));
+        let usage = SimUsage {
+            memory,
+            cpu: read(ANNOTATION_CPU_USAGE, false),
+            disk: read(ANNOTATION_DISK_USAGE, false),
+        };
+        (usage, problems)
+    }
+}
+
+/// A simulated pod: its last status, when it started, and what it declares it uses.
+#[derive(Debug)]
+struct SimPod {
+    report: PodReport,
+    started: Instant,
+    usage: SimUsage,
+    containers: Vec<String>,
+}
 
 /// Container state names, as [`ContainerStatus::state`] holds them.
 const STATE_RUNNING: &str = "running";
@@ -22,7 +151,7 @@ const RUNNING_CONDITIONS: [&str; 4] = ["Initialized", "Ready", "ContainersReady"
 #[derive(Debug, Default)]
 pub struct SimRuntime {
     host_ip: String,
-    pods: Mutex<BTreeMap<String, PodReport>>,
+    pods: Mutex<BTreeMap<String, SimPod>>,
 }
 
 impl SimRuntime {
@@ -34,7 +163,7 @@ impl SimRuntime {
         }
     }
 
-    fn pods(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, PodReport>> {
+    fn pods(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, SimPod>> {
         // A panic while holding the lock cannot leave the map half-updated (every update is
         // a single insert or remove), so a poisoned lock is still consistent.
         self.pods
@@ -85,16 +214,25 @@ impl Runtime for SimRuntime {
             let mut pods = self.pods();
             if let Some(existing) = pods.get(uid) {
                 debug!(pod = %uid, "pod already runs");
-                return Ok(existing.status.clone());
+                return Ok(existing.report.status.clone());
             }
             let status = self.running_status(pod, Time::now());
+            let (usage, problems) = SimUsage::from_annotations(&pod.metadata.annotations);
+            for problem in problems {
+                warn!(pod = %format_args!("{}/{}", pod.metadata.namespace, pod.metadata.name), %problem, "ignoring a simulated usage annotation");
+            }
             pods.insert(
                 uid.clone(),
-                PodReport {
-                    namespace: pod.metadata.namespace.clone(),
-                    name: pod.metadata.name.clone(),
-                    uid: uid.clone(),
-                    status: status.clone(),
+                SimPod {
+                    report: PodReport {
+                        namespace: pod.metadata.namespace.clone(),
+                        name: pod.metadata.name.clone(),
+                        uid: uid.clone(),
+                        status: status.clone(),
+                    },
+                    started: Instant::now(),
+                    usage,
+                    containers: pod.spec.containers.iter().map(|c| c.name.clone()).collect(),
                 },
             );
             Ok(status)
@@ -110,10 +248,10 @@ impl Runtime for SimRuntime {
             // A simulated pod has no process to signal, so it exits at once, well within any
             // grace period.
             debug!(pod = %uid, grace = ?grace, "stopping simulated pod");
-            let Some(report) = self.pods().remove(uid) else {
+            let Some(pod) = self.pods().remove(uid) else {
                 return Ok(None);
             };
-            let mut status = report.status;
+            let mut status = pod.report.status;
             status.phase = PodPhase::Failed;
             for condition in &mut status.conditions {
                 if condition.type_ == "Ready" || condition.type_ == "ContainersReady" {
@@ -134,7 +272,39 @@ impl Runtime for SimRuntime {
     }
 
     fn report(&self, uid: &str) -> Option<PodReport> {
-        self.pods().get(uid).cloned()
+        self.pods().get(uid).map(|p| p.report.clone())
+    }
+
+    fn usage(&self, uid: &str) -> Option<PodUsage> {
+        let pods = self.pods();
+        let pod = pods.get(uid)?;
+        let elapsed = pod.started.elapsed();
+        let at = |shape: &Option<UsageShape>| shape.as_ref().map_or(0, |s| s.millis_at(elapsed));
+        let cpu_millis = at(&pod.usage.cpu);
+        // Bytes: the shapes hold millibytes.
+        let memory_bytes = at(&pod.usage.memory) / 1000;
+        let disk_bytes = at(&pod.usage.disk) / 1000;
+        let containers = pod
+            .containers
+            .iter()
+            .enumerate()
+            .map(|(i, name)| ContainerUsage {
+                name: name.clone(),
+                cpu_millis: if i == 0 { cpu_millis } else { 0 },
+                memory_bytes: if i == 0 { memory_bytes } else { 0 },
+                disk_bytes: if i == 0 { disk_bytes } else { 0 },
+            })
+            .collect();
+        Some(PodUsage {
+            namespace: pod.report.namespace.clone(),
+            name: pod.report.name.clone(),
+            uid: uid.to_string(),
+            cpu_millis,
+            memory_bytes,
+            disk_bytes,
+            pids: pod.containers.len() as i64,
+            containers,
+        })
     }
 }
 
@@ -163,6 +333,117 @@ mod tests {
             },
             ..Pod::default()
         }
+    }
+
+    #[test]
+    fn usage_annotations() {
+        struct Case {
+            name: &'static str,
+            annotations: Vec<(&'static str, &'static str)>,
+            elapsed: Duration,
+            want_memory_bytes: i64,
+            want_cpu_millis: i64,
+            want_problems: usize,
+        }
+        const MI: i64 = 1 << 20;
+        let cases = vec![
+            Case {
+                name: "none",
+                annotations: vec![],
+                elapsed: Duration::ZERO,
+                want_memory_bytes: 0,
+                want_cpu_millis: 0,
+                want_problems: 0,
+            },
+            Case {
+                name: "constants",
+                annotations: vec![
+                    (ANNOTATION_MEMORY_USAGE, "300Mi"),
+                    (ANNOTATION_CPU_USAGE, "250m"),
+                ],
+                elapsed: Duration::from_secs(100),
+                want_memory_bytes: 300 * MI,
+                want_cpu_millis: 250,
+                want_problems: 0,
+            },
+            Case {
+                name: "ramp halfway",
+                annotations: vec![(ANNOTATION_MEMORY_USAGE_RAMP, "100Mi->900Mi/60s")],
+                elapsed: Duration::from_secs(30),
+                want_memory_bytes: 500 * MI,
+                want_cpu_millis: 0,
+                want_problems: 0,
+            },
+            Case {
+                name: "ramp over, and it overrides the constant",
+                annotations: vec![
+                    (ANNOTATION_MEMORY_USAGE_RAMP, "100Mi -> 900Mi / 1m"),
+                    (ANNOTATION_MEMORY_USAGE, "1Mi"),
+                ],
+                elapsed: Duration::from_secs(600),
+                want_memory_bytes: 900 * MI,
+                want_cpu_millis: 0,
+                want_problems: 0,
+            },
+            Case {
+                name: "ramp down",
+                annotations: vec![(ANNOTATION_MEMORY_USAGE_RAMP, "1Gi->0/10s")],
+                elapsed: Duration::from_secs(5),
+                want_memory_bytes: 512 * MI,
+                want_cpu_millis: 0,
+                want_problems: 0,
+            },
+            Case {
+                name: "bad values are reported and ignored",
+                annotations: vec![
+                    (ANNOTATION_MEMORY_USAGE, "lots"),
+                    (ANNOTATION_CPU_USAGE, "-1"),
+                    (ANNOTATION_MEMORY_USAGE_RAMP, "100Mi/60s"),
+                ],
+                elapsed: Duration::ZERO,
+                want_memory_bytes: 0,
+                want_cpu_millis: 0,
+                want_problems: 3,
+            },
+        ];
+        for case in cases {
+            let annotations = case
+                .annotations
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let (usage, problems) = SimUsage::from_annotations(&annotations);
+            assert_eq!(
+                problems.len(),
+                case.want_problems,
+                "{}: {problems:?}",
+                case.name
+            );
+            let at = |s: &Option<UsageShape>| s.as_ref().map_or(0, |s| s.millis_at(case.elapsed));
+            assert_eq!(
+                at(&usage.memory) / 1000,
+                case.want_memory_bytes,
+                "{}",
+                case.name
+            );
+            assert_eq!(at(&usage.cpu), case.want_cpu_millis, "{}", case.name);
+        }
+    }
+
+    #[tokio::test]
+    async fn usage_of_running_pods() {
+        let runtime = SimRuntime::new("");
+        let mut p = pod("u1", &["main", "sidecar"]);
+        p.metadata
+            .annotations
+            .insert(ANNOTATION_MEMORY_USAGE.into(), "300Mi".into());
+        runtime.start(&p).await.unwrap();
+        let usage = runtime.usage("u1").expect("usage of a running pod");
+        assert_eq!(usage.memory_bytes, 300 << 20);
+        assert_eq!(usage.containers[0].memory_bytes, 300 << 20);
+        assert_eq!(usage.containers[1].memory_bytes, 0);
+        assert_eq!(usage.pids, 2);
+        assert!(runtime.usage("nope").is_none());
     }
 
     #[tokio::test]

@@ -106,6 +106,15 @@ pub async fn run(args: DescribeArgs, ctx: &mut Context<'_>) -> anyhow::Result<()
             }
             Object::PriorityClass(pc) => describe_priority_class(pc),
             Object::Event(_) => continue,
+            Object::Namespace(_)
+            | Object::RuntimeClass(_)
+            | Object::PodDisruptionBudget(_)
+            | Object::Deployment(_)
+            | Object::ReplicaSet(_)
+            | Object::DaemonSet(_)
+            | Object::ResourceQuota(_) => {
+                serde_yaml_ng::to_string(&crate::output::object_value(object))?
+            }
         };
         sections.push(text);
     }

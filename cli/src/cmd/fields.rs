@@ -38,7 +38,13 @@ fn supported_fields(kind: Kind) -> &'static [&'static str] {
             "status.nominatedNodeName",
         ],
         Kind::Node => &["metadata.name", "spec.unschedulable"],
-        Kind::PriorityClass => &["metadata.name"],
+        Kind::PriorityClass | Kind::RuntimeClass => &["metadata.name"],
+        Kind::Namespace => &["metadata.name", "status.phase"],
+        Kind::PodDisruptionBudget
+        | Kind::Deployment
+        | Kind::ReplicaSet
+        | Kind::DaemonSet
+        | Kind::ResourceQuota => &["metadata.name", "metadata.namespace"],
         Kind::Event => &[
             "metadata.name",
             "metadata.namespace",
@@ -145,7 +151,17 @@ fn field_value(object: &Object, field: &str) -> Option<String> {
             "spec.unschedulable" => Some(node.spec.unschedulable.to_string()),
             _ => None,
         },
-        Object::PriorityClass(_) => None,
+        Object::Namespace(ns) => match field {
+            "status.phase" => Some(ns.phase().to_string()),
+            _ => None,
+        },
+        Object::PriorityClass(_)
+        | Object::RuntimeClass(_)
+        | Object::PodDisruptionBudget(_)
+        | Object::Deployment(_)
+        | Object::ReplicaSet(_)
+        | Object::DaemonSet(_)
+        | Object::ResourceQuota(_) => None,
         Object::Event(event) => Some(match field {
             "involvedObject.kind" => event.involved_object.kind.clone(),
             "involvedObject.namespace" => event.involved_object.namespace.clone(),

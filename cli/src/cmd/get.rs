@@ -6,13 +6,22 @@
 //! memory and pod count in place of kubectl's kubelet VERSION (wide adds `INTERNAL-IP` and
 //! `TAINTS`); priority classes `NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY`; events
 //! `LAST SEEN TYPE REASON OBJECT MESSAGE`, oldest first (wide adds `SOURCE FIRST SEEN COUNT
-//! NAME`). `-A` adds `NAMESPACE` first for namespaced kinds. `-o yaml|json` prints the
-//! objects (a `List` for several), `-o name` prints `pod/web`.
+//! NAME`); namespaces `NAME STATUS AGE`; runtime classes `NAME HANDLER AGE`; disruption
+//! budgets `NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE`; deployments
+//! `NAME READY UP-TO-DATE AVAILABLE AGE`; replica sets and daemon sets
+//! `NAME DESIRED CURRENT READY AGE` (wide, for all three: `CONTAINERS IMAGES SELECTOR`);
+//! resource quotas `NAME AGE REQUEST LIMIT`. `-A` adds `NAMESPACE` first for namespaced
+//! kinds. `-o yaml|json` prints the objects (a `List` for several), `-o name` prints
+//! `pod/web`.
 
 use std::time::SystemTime;
 
 use anyhow::bail;
-use berth_proto::model::{Event, Kind, Node, Object, Pod, PriorityClass, Time};
+use berth_proto::model::{
+    DaemonSet, Deployment, Event, IntOrString, Kind, LabelSelector, LabelSelectorOperator,
+    Namespace, Node, Object, Pod, PodDisruptionBudget, PodTemplateSpec, PriorityClass, ReplicaSet,
+    ResourceQuota, RuntimeClass, Time,
+};
 use clap::{Args, ValueEnum};
 
 use super::fields::FieldSelector;
@@ -26,7 +35,9 @@ use crate::output::{
 #[derive(Args, Debug, Clone)]
 pub struct GetArgs {
     /// What to get: `TYPE[,TYPE...] [NAME...]` or `TYPE/NAME...`. Types: pods (po), nodes
-    /// (no), priorityclasses (pc), events (ev).
+    /// (no), priorityclasses (pc), events (ev), namespaces (ns), runtimeclasses,
+    /// poddisruptionbudgets (pdb), deployments (deploy), replicasets (rs), daemonsets (ds),
+    /// resourcequotas (quota).
     #[arg(required = true, value_name = "TYPE [NAME]...")]
     pub resources: Vec<String>,
     /// Output format.
@@ -271,6 +282,38 @@ pub fn table(kind: Kind, objects: &[Object], options: TableOptions, now: SystemT
             "NAME",
         ],
         Kind::Event => &["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        Kind::Namespace => &["NAME", "STATUS", "AGE"],
+        Kind::RuntimeClass => &["NAME", "HANDLER", "AGE"],
+        Kind::PodDisruptionBudget => &[
+            "NAME",
+            "MIN AVAILABLE",
+            "MAX UNAVAILABLE",
+            "ALLOWED DISRUPTIONS",
+            "AGE",
+        ],
+        Kind::Deployment if options.wide => &[
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR",
+        ],
+        Kind::Deployment => &["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
+        Kind::ReplicaSet | Kind::DaemonSet if options.wide => &[
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR",
+        ],
+        Kind::ReplicaSet | Kind::DaemonSet => &["NAME", "DESIRED", "CURRENT", "READY", "AGE"],
+        Kind::ResourceQuota => &["NAME", "AGE", "REQUEST", "LIMIT"],
     };
     header.extend_from_slice(columns);
     if options.show_labels {
@@ -293,6 +336,13 @@ pub fn table(kind: Kind, objects: &[Object], options: TableOptions, now: SystemT
             Object::Node(node) => node_row(&mut row, name, node, options.wide, now),
             Object::PriorityClass(pc) => priority_class_row(&mut row, name, pc, now),
             Object::Event(event) => event_row(&mut row, name, event, options.wide, now),
+            Object::Namespace(ns) => namespace_row(&mut row, name, ns, now),
+            Object::RuntimeClass(rc) => runtime_class_row(&mut row, name, rc, now),
+            Object::PodDisruptionBudget(pdb) => pdb_row(&mut row, name, pdb, now),
+            Object::Deployment(d) => deployment_row(&mut row, name, d, options.wide, now),
+            Object::ReplicaSet(rs) => replica_set_row(&mut row, name, rs, options.wide, now),
+            Object::DaemonSet(ds) => daemon_set_row(&mut row, name, ds, options.wide, now),
+            Object::ResourceQuota(q) => quota_row(&mut row, name, q, now),
         }
         if options.show_labels {
             row.push(labels_cell(&meta.labels));
@@ -391,6 +441,150 @@ fn event_row(row: &mut Vec<String>, name: String, event: &Event, wide: bool, now
     }
 }
 
+/// A label selector as kubectl prints it: requirements sorted by key, `k=v`, `k in (a,b)`,
+/// `k notin (a,b)`, `k`, `!k`, joined by commas; `<none>` when absent or empty.
+fn selector_cell(selector: Option<&LabelSelector>) -> String {
+    let Some(selector) = selector else {
+        return "<none>".into();
+    };
+    let mut requirements: Vec<(&str, String)> = selector
+        .match_labels
+        .iter()
+        .map(|(k, v)| (k.as_str(), format!("{k}={v}")))
+        .collect();
+    for r in &selector.match_expressions {
+        let mut values = r.values.clone();
+        values.sort();
+        let text = match r.operator {
+            LabelSelectorOperator::In => format!("{} in ({})", r.key, values.join(",")),
+            LabelSelectorOperator::NotIn => format!("{} notin ({})", r.key, values.join(",")),
+            LabelSelectorOperator::Exists => r.key.clone(),
+            LabelSelectorOperator::DoesNotExist => format!("!{}", r.key),
+        };
+        requirements.push((r.key.as_str(), text));
+    }
+    requirements.sort_by(|a, b| a.0.cmp(b.0));
+    let joined: Vec<String> = requirements.into_iter().map(|(_, text)| text).collect();
+    or_none(&joined.join(","))
+}
+
+/// The wide columns of workloads: `CONTAINERS IMAGES SELECTOR`.
+fn workload_wide_cells(
+    row: &mut Vec<String>,
+    template: &PodTemplateSpec,
+    selector: Option<&LabelSelector>,
+) {
+    let containers = &template.spec.containers;
+    let names: Vec<&str> = containers.iter().map(|c| c.name.as_str()).collect();
+    let images: Vec<&str> = containers.iter().map(|c| c.image.as_str()).collect();
+    row.push(or_none(&names.join(",")));
+    row.push(or_none(&images.join(",")));
+    row.push(selector_cell(selector));
+}
+
+fn deployment_row(
+    row: &mut Vec<String>,
+    name: String,
+    d: &Deployment,
+    wide: bool,
+    now: SystemTime,
+) {
+    row.push(name);
+    row.push(format!("{}/{}", d.status.ready_replicas, d.spec.replicas));
+    row.push(d.status.updated_replicas.to_string());
+    row.push(d.status.available_replicas.to_string());
+    row.push(age(d.metadata.creation_timestamp.as_ref(), now));
+    if wide {
+        workload_wide_cells(row, &d.spec.template, d.spec.selector.as_ref());
+    }
+}
+
+fn replica_set_row(
+    row: &mut Vec<String>,
+    name: String,
+    rs: &ReplicaSet,
+    wide: bool,
+    now: SystemTime,
+) {
+    row.push(name);
+    row.push(rs.spec.replicas.to_string());
+    row.push(rs.status.replicas.to_string());
+    row.push(rs.status.ready_replicas.to_string());
+    row.push(age(rs.metadata.creation_timestamp.as_ref(), now));
+    if wide {
+        workload_wide_cells(row, &rs.spec.template, rs.spec.selector.as_ref());
+    }
+}
+
+fn daemon_set_row(
+    row: &mut Vec<String>,
+    name: String,
+    ds: &DaemonSet,
+    wide: bool,
+    now: SystemTime,
+) {
+    row.push(name);
+    row.push(ds.status.desired_number_scheduled.to_string());
+    row.push(ds.status.current_number_scheduled.to_string());
+    row.push(ds.status.number_ready.to_string());
+    row.push(age(ds.metadata.creation_timestamp.as_ref(), now));
+    if wide {
+        workload_wide_cells(row, &ds.spec.template, ds.spec.selector.as_ref());
+    }
+}
+
+fn pdb_row(row: &mut Vec<String>, name: String, pdb: &PodDisruptionBudget, now: SystemTime) {
+    let bound = |v: &Option<IntOrString>| v.as_ref().map_or("N/A".to_string(), ToString::to_string);
+    row.push(name);
+    row.push(bound(&pdb.spec.min_available));
+    row.push(bound(&pdb.spec.max_unavailable));
+    row.push(pdb.status.disruptions_allowed.to_string());
+    row.push(age(pdb.metadata.creation_timestamp.as_ref(), now));
+}
+
+fn namespace_row(row: &mut Vec<String>, name: String, ns: &Namespace, now: SystemTime) {
+    row.push(name);
+    row.push(ns.phase().to_string());
+    row.push(age(ns.metadata.creation_timestamp.as_ref(), now));
+}
+
+fn runtime_class_row(row: &mut Vec<String>, name: String, rc: &RuntimeClass, now: SystemTime) {
+    row.push(name);
+    row.push(rc.handler.clone());
+    row.push(age(rc.metadata.creation_timestamp.as_ref(), now));
+}
+
+/// kubectl's `REQUEST` and `LIMIT` cells of a quota: `resource: used/hard` for each limit,
+/// `limits.*` ones in LIMIT and the rest in REQUEST. The limits are the status's (what is
+/// enforced), or the spec's while no status has been written.
+fn quota_cells(quota: &ResourceQuota) -> (String, String) {
+    let hard = if quota.status.hard.is_empty() {
+        &quota.spec.hard
+    } else {
+        &quota.status.hard
+    };
+    let mut requests = Vec::new();
+    let mut limits = Vec::new();
+    for (resource, limit) in hard {
+        let used = quota.status.used.get(resource).copied().unwrap_or_default();
+        let cell = format!("{resource}: {used}/{limit}");
+        if resource.starts_with("limits") {
+            limits.push(cell);
+        } else {
+            requests.push(cell);
+        }
+    }
+    (requests.join(", "), limits.join(", "))
+}
+
+fn quota_row(row: &mut Vec<String>, name: String, quota: &ResourceQuota, now: SystemTime) {
+    let (requests, limits) = quota_cells(quota);
+    row.push(name);
+    row.push(age(quota.metadata.creation_timestamp.as_ref(), now));
+    row.push(requests);
+    row.push(limits);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,5 +660,215 @@ mod tests {
             "NAME   STATUS                       ROLES    AGE     CPU   MEMORY   PODS   INTERNAL-IP   TAINTS\n\
              n1     Unknown,SchedulingDisabled   <none>   3m12s   4     8Gi      110    <none>        dedicated=gpu:NoSchedule\n"
         );
+    }
+
+    #[test]
+    fn workload_and_policy_tables_have_kubectl_columns() {
+        use berth_proto::model::{
+            Container, DaemonSetSpec, DaemonSetStatus, DeploymentSpec, DeploymentStatus,
+            LabelSelectorRequirement, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus, PodSpec,
+            ReplicaSetSpec, ReplicaSetStatus, ResourceQuotaSpec, ResourceQuotaStatus,
+        };
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let meta = |name: &str| ObjectMeta {
+            name: name.into(),
+            creation_timestamp: Some(Time(now - Duration::from_secs(192))),
+            ..Default::default()
+        };
+        let q = |s: &str| Quantity::parse(s).expect("quantity");
+        let selector = LabelSelector {
+            match_labels: [("tier".to_string(), "front".to_string())].into(),
+            match_expressions: vec![LabelSelectorRequirement {
+                key: "app".into(),
+                operator: LabelSelectorOperator::In,
+                values: vec!["web".into(), "api".into()],
+            }],
+        };
+        let template = PodTemplateSpec {
+            metadata: Default::default(),
+            spec: PodSpec {
+                containers: vec![
+                    Container {
+                        name: "app".into(),
+                        image: "nginx:1.27".into(),
+                        ..Default::default()
+                    },
+                    Container {
+                        name: "log".into(),
+                        image: "busybox".into(),
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            },
+        };
+        struct Case {
+            name: &'static str,
+            object: Object,
+            wide: bool,
+            want: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "namespace",
+                object: Object::Namespace(Namespace {
+                    metadata: meta("shop"),
+                    ..Default::default()
+                }),
+                wide: false,
+                want: "NAME   STATUS   AGE\n\
+                       shop   Active   3m12s\n",
+            },
+            Case {
+                name: "runtime class",
+                object: Object::RuntimeClass(RuntimeClass {
+                    metadata: meta("kata"),
+                    handler: "kata-fc".into(),
+                    ..Default::default()
+                }),
+                wide: false,
+                want: "NAME   HANDLER   AGE\n\
+                       kata   kata-fc   3m12s\n",
+            },
+            Case {
+                name: "pdb",
+                object: Object::PodDisruptionBudget(PodDisruptionBudget {
+                    metadata: meta("web"),
+                    spec: PodDisruptionBudgetSpec {
+                        max_unavailable: Some(IntOrString::String("25%".into())),
+                        ..Default::default()
+                    },
+                    status: PodDisruptionBudgetStatus {
+                        disruptions_allowed: 1,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                }),
+                wide: false,
+                want: "NAME   MIN AVAILABLE   MAX UNAVAILABLE   ALLOWED DISRUPTIONS   AGE\n\
+                       web    N/A             25%               1                     3m12s\n",
+            },
+            Case {
+                name: "deployment",
+                object: Object::Deployment(Deployment {
+                    metadata: meta("web"),
+                    spec: DeploymentSpec {
+                        replicas: 3,
+                        ..Default::default()
+                    },
+                    status: DeploymentStatus {
+                        ready_replicas: 2,
+                        updated_replicas: 3,
+                        available_replicas: 1,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                }),
+                wide: false,
+                want: "NAME   READY   UP-TO-DATE   AVAILABLE   AGE\n\
+                       web    2/3     3            1           3m12s\n",
+            },
+            Case {
+                name: "deployment, wide",
+                object: Object::Deployment(Deployment {
+                    metadata: meta("web"),
+                    spec: DeploymentSpec {
+                        selector: Some(selector.clone()),
+                        template: template.clone(),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                }),
+                wide: true,
+                want: "NAME   READY   UP-TO-DATE   AVAILABLE   AGE     CONTAINERS   IMAGES               SELECTOR\n\
+                       web    0/1     0            0           3m12s   app,log      nginx:1.27,busybox   app in (api,web),tier=front\n",
+            },
+            Case {
+                name: "replica set",
+                object: Object::ReplicaSet(ReplicaSet {
+                    metadata: meta("web-abc"),
+                    spec: ReplicaSetSpec {
+                        replicas: 3,
+                        ..Default::default()
+                    },
+                    status: ReplicaSetStatus {
+                        replicas: 3,
+                        ready_replicas: 2,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                }),
+                wide: false,
+                want: "NAME      DESIRED   CURRENT   READY   AGE\n\
+                       web-abc   3         3         2       3m12s\n",
+            },
+            Case {
+                name: "daemon set, wide, no selector",
+                object: Object::DaemonSet(DaemonSet {
+                    metadata: meta("agent"),
+                    spec: DaemonSetSpec {
+                        selector: None,
+                        template: template.clone(),
+                        ..Default::default()
+                    },
+                    status: DaemonSetStatus {
+                        desired_number_scheduled: 4,
+                        current_number_scheduled: 4,
+                        number_ready: 3,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                }),
+                wide: true,
+                want: "NAME    DESIRED   CURRENT   READY   AGE     CONTAINERS   IMAGES               SELECTOR\n\
+                       agent   4         4         3       3m12s   app,log      nginx:1.27,busybox   <none>\n",
+            },
+            Case {
+                name: "resource quota",
+                object: Object::ResourceQuota(ResourceQuota {
+                    metadata: meta("compute"),
+                    spec: ResourceQuotaSpec {
+                        hard: [("pods".to_string(), q("99"))].into(),
+                        ..Default::default()
+                    },
+                    status: ResourceQuotaStatus {
+                        hard: [
+                            ("limits.cpu".to_string(), q("2")),
+                            ("pods".to_string(), q("10")),
+                            ("requests.cpu".to_string(), q("1")),
+                        ]
+                        .into(),
+                        used: [("requests.cpu".to_string(), q("250m"))].into(),
+                    },
+                    ..Default::default()
+                }),
+                wide: false,
+                want: "NAME      AGE     REQUEST                            LIMIT\n\
+                       compute   3m12s   pods: 0/10, requests.cpu: 250m/1   limits.cpu: 0/2\n",
+            },
+            Case {
+                name: "resource quota before its status is written",
+                object: Object::ResourceQuota(ResourceQuota {
+                    metadata: meta("pods"),
+                    spec: ResourceQuotaSpec {
+                        hard: [("pods".to_string(), q("10"))].into(),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                }),
+                wide: false,
+                want: "NAME   AGE     REQUEST      LIMIT\n\
+                       pods   3m12s   pods: 0/10   \n",
+            },
+        ];
+        for case in cases {
+            let options = TableOptions {
+                wide: case.wide,
+                ..Default::default()
+            };
+            let kind = case.object.kind();
+            let got = table(kind, std::slice::from_ref(&case.object), options, now).render(true);
+            assert_eq!(got, case.want, "{}", case.name);
+        }
     }
 }

@@ -5,10 +5,15 @@ pub mod apply;
 pub mod cordon;
 pub mod delete;
 pub mod describe;
+pub mod drain;
+pub mod evict;
 pub mod fields;
 pub mod get;
 pub mod label;
+pub mod logs;
+pub mod scale;
 pub mod taint;
+pub mod top;
 
 #[cfg(test)]
 mod tests;
@@ -76,8 +81,23 @@ impl<'a> Context<'a> {
 
     /// Connects to the scheduler named by the flags, environment or config file.
     pub async fn connect(&self) -> anyhow::Result<Client> {
-        let server = config::resolve_server(self.global.server.as_deref())?;
-        Ok(Client::connect(&server).await?)
+        let target = config::resolve_target(
+            self.global.server.as_deref(),
+            self.global.token.as_deref(),
+            self.global.ca.as_deref(),
+        )?;
+        Ok(Client::connect_to(&target).await?)
+    }
+
+    /// Connects and returns the generated API client, for calls the [`Client`] does not
+    /// wrap (Evict).
+    pub async fn connect_api(&self) -> anyhow::Result<crate::client::Api> {
+        let target = config::resolve_target(
+            self.global.server.as_deref(),
+            self.global.token.as_deref(),
+            self.global.ca.as_deref(),
+        )?;
+        crate::client::connect_to(&target).await
     }
 
     /// Writes `text` to the normal output.
@@ -122,7 +142,14 @@ pub async fn run(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<()> 
         Command::Taint(args) => taint::run(args, ctx).await,
         Command::Cordon(args) => cordon::run(args, true, ctx).await,
         Command::Uncordon(args) => cordon::run(args, false, ctx).await,
+        Command::Drain(args) => drain::run(args, ctx).await,
+        Command::Evict(args) => evict::run(args, ctx).await,
+        Command::Scale(args) => scale::run(args, ctx).await,
+        Command::Logs(args) => logs::run(args, ctx).await,
+        Command::Top(args) => top::run(args, ctx).await,
         Command::Dev(_) => bail!("`berth dev` is not a client verb"),
+        Command::Bench(_) => bail!("`berth bench` is not a client verb"),
+        Command::Sim(_) => bail!("`berth sim` is not a client verb"),
     }
 }
 
@@ -358,8 +385,8 @@ mod parse_tests {
             },
             Case {
                 name: "unknown type",
-                args: &["deployments"],
-                want: Err("the server doesn't have a resource type \"deployments\""),
+                args: &["services"],
+                want: Err("the server doesn't have a resource type \"services\""),
             },
             Case {
                 name: "wrong group",

@@ -185,6 +185,22 @@ impl Berth for Fake {
         }
     }
 
+    /// Evicting deletes the pod: the fake has no disruption budgets.
+    async fn evict(
+        &self,
+        request: Request<pb::EvictRequest>,
+    ) -> Result<Response<pb::EvictResponse>, Status> {
+        let request = request.into_inner();
+        let key = ObjectKey::new(Kind::Pod, &request.namespace, &request.name);
+        let mut state = self.state.lock().expect("state lock");
+        match state.objects.remove(&key) {
+            Some(Object::Pod(pod)) => Ok(Response::new(pb::EvictResponse {
+                pod: Some(pb::Pod::from(&pod)),
+            })),
+            _ => Err(not_found(&key)),
+        }
+    }
+
     type WatchStream = std::pin::Pin<
         Box<dyn tokio_stream::Stream<Item = Result<pb::WatchEvent, Status>> + Send + 'static>,
     >;
@@ -450,11 +466,11 @@ async fn get_prints_tables_yaml_and_errors() {
     assert!(out.starts_with("NAME"), "found objects still print: {out}");
     assert_eq!(err, "error: pod default/missing not found\n");
 
-    let (ok, _, err) = server.berth(&["get", "deployments"]).await;
+    let (ok, _, err) = server.berth(&["get", "services"]).await;
     assert!(!ok);
     assert_eq!(
         err,
-        "error: the server doesn't have a resource type \"deployments\"\n"
+        "error: the server doesn't have a resource type \"services\"\n"
     );
 }
 

@@ -6,20 +6,32 @@
 //! securityContext, ...) are declared as [`Ignored`] so that real manifests are accepted;
 //! their content is dropped.
 
-mod meta;
-mod node;
-mod pod;
-mod scheduling;
+mod apps;
 mod event;
-mod priority;
+mod int_or_string;
+mod meta;
+mod namespace;
+mod node;
 mod object;
+mod pod;
+mod policy;
+mod priority;
+mod quota;
+mod runtime_class;
+mod scheduling;
 
+pub use apps::*;
 pub use event::*;
+pub use int_or_string::*;
 pub use meta::*;
+pub use namespace::*;
 pub use node::*;
 pub use object::*;
 pub use pod::*;
+pub use policy::*;
 pub use priority::*;
+pub use quota::*;
+pub use runtime_class::*;
 pub use scheduling::*;
 
 /// A Kubernetes field that Berth accepts in a manifest and ignores.

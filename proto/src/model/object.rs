@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Event, Node, ObjectMeta, Pod, PriorityClass};
+use super::{
+    DaemonSet, Deployment, Event, Namespace, Node, ObjectMeta, Pod, PodDisruptionBudget,
+    PriorityClass, ReplicaSet, ResourceQuota, RuntimeClass,
+};
 
 /// The kinds of object the API stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -15,11 +18,37 @@ pub enum Kind {
     PriorityClass,
     /// `v1/Event`, namespaced.
     Event,
+    /// `v1/Namespace`, cluster-scoped.
+    Namespace,
+    /// `node.k8s.io/v1` RuntimeClass, cluster-scoped.
+    RuntimeClass,
+    /// `policy/v1` PodDisruptionBudget, namespaced.
+    PodDisruptionBudget,
+    /// `apps/v1` Deployment, namespaced.
+    Deployment,
+    /// `apps/v1` ReplicaSet, namespaced.
+    ReplicaSet,
+    /// `apps/v1` DaemonSet, namespaced.
+    DaemonSet,
+    /// `v1/ResourceQuota`, namespaced.
+    ResourceQuota,
 }
 
 impl Kind {
-    /// Every kind, in a fixed order.
-    pub const ALL: [Kind; 4] = [Kind::Pod, Kind::Node, Kind::PriorityClass, Kind::Event];
+    /// Every kind, in a fixed order (the store opens one tree per entry).
+    pub const ALL: [Kind; 11] = [
+        Kind::Pod,
+        Kind::Node,
+        Kind::PriorityClass,
+        Kind::Event,
+        Kind::Namespace,
+        Kind::RuntimeClass,
+        Kind::PodDisruptionBudget,
+        Kind::Deployment,
+        Kind::ReplicaSet,
+        Kind::DaemonSet,
+        Kind::ResourceQuota,
+    ];
 
     /// The kind's name as in manifests.
     pub fn as_str(&self) -> &'static str {
@@ -28,31 +57,60 @@ impl Kind {
             Kind::Node => "Node",
             Kind::PriorityClass => "PriorityClass",
             Kind::Event => "Event",
+            Kind::Namespace => "Namespace",
+            Kind::RuntimeClass => "RuntimeClass",
+            Kind::PodDisruptionBudget => "PodDisruptionBudget",
+            Kind::Deployment => "Deployment",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::DaemonSet => "DaemonSet",
+            Kind::ResourceQuota => "ResourceQuota",
         }
     }
 
     /// The apiVersion a manifest of this kind carries.
     pub fn api_version(&self) -> &'static str {
         match self {
+            Kind::Pod | Kind::Node | Kind::Event | Kind::Namespace | Kind::ResourceQuota => "v1",
             Kind::PriorityClass => "scheduling.k8s.io/v1",
-            _ => "v1",
+            Kind::RuntimeClass => "node.k8s.io/v1",
+            Kind::PodDisruptionBudget => "policy/v1",
+            Kind::Deployment | Kind::ReplicaSet | Kind::DaemonSet => "apps/v1",
         }
     }
 
     /// Whether objects of this kind live in a namespace.
     pub fn is_namespaced(&self) -> bool {
-        matches!(self, Kind::Pod | Kind::Event)
+        match self {
+            Kind::Pod
+            | Kind::Event
+            | Kind::PodDisruptionBudget
+            | Kind::Deployment
+            | Kind::ReplicaSet
+            | Kind::DaemonSet
+            | Kind::ResourceQuota => true,
+            Kind::Node | Kind::PriorityClass | Kind::Namespace | Kind::RuntimeClass => false,
+        }
     }
 
-    /// Parses a kind as kubectl accepts it on the command line: `pod`, `pods`, `po`,
-    /// `node`, `nodes`, `no`, `priorityclass`, `priorityclasses`, `pc`, `event`, `events`,
-    /// `ev`; case-insensitive.
+    /// Parses a kind as kubectl accepts it on the command line, case-insensitive: the
+    /// singular, the plural, and the short name where kubectl has one (`po`, `no`, `pc`,
+    /// `ev`, `ns`, `pdb`, `deploy`, `rs`, `ds`, `quota`). Group-qualified names
+    /// (`deployments.apps`) are the caller's to split.
     pub fn from_cli(s: &str) -> Option<Kind> {
         match s.to_ascii_lowercase().as_str() {
             "pod" | "pods" | "po" => Some(Kind::Pod),
             "node" | "nodes" | "no" => Some(Kind::Node),
             "priorityclass" | "priorityclasses" | "pc" => Some(Kind::PriorityClass),
             "event" | "events" | "ev" => Some(Kind::Event),
+            "namespace" | "namespaces" | "ns" => Some(Kind::Namespace),
+            "runtimeclass" | "runtimeclasses" => Some(Kind::RuntimeClass),
+            "poddisruptionbudget" | "poddisruptionbudgets" | "pdb" => {
+                Some(Kind::PodDisruptionBudget)
+            }
+            "deployment" | "deployments" | "deploy" => Some(Kind::Deployment),
+            "replicaset" | "replicasets" | "rs" => Some(Kind::ReplicaSet),
+            "daemonset" | "daemonsets" | "ds" => Some(Kind::DaemonSet),
+            "resourcequota" | "resourcequotas" | "quota" => Some(Kind::ResourceQuota),
             _ => None,
         }
     }
@@ -75,6 +133,20 @@ pub enum Object {
     PriorityClass(PriorityClass),
     /// An event.
     Event(Event),
+    /// A namespace.
+    Namespace(Namespace),
+    /// A runtime class.
+    RuntimeClass(RuntimeClass),
+    /// A pod disruption budget.
+    PodDisruptionBudget(PodDisruptionBudget),
+    /// A deployment.
+    Deployment(Deployment),
+    /// A replica set.
+    ReplicaSet(ReplicaSet),
+    /// A daemon set.
+    DaemonSet(DaemonSet),
+    /// A resource quota.
+    ResourceQuota(ResourceQuota),
 }
 
 impl Object {
@@ -85,6 +157,13 @@ impl Object {
             Object::Node(_) => Kind::Node,
             Object::PriorityClass(_) => Kind::PriorityClass,
             Object::Event(_) => Kind::Event,
+            Object::Namespace(_) => Kind::Namespace,
+            Object::RuntimeClass(_) => Kind::RuntimeClass,
+            Object::PodDisruptionBudget(_) => Kind::PodDisruptionBudget,
+            Object::Deployment(_) => Kind::Deployment,
+            Object::ReplicaSet(_) => Kind::ReplicaSet,
+            Object::DaemonSet(_) => Kind::DaemonSet,
+            Object::ResourceQuota(_) => Kind::ResourceQuota,
         }
     }
 
@@ -95,6 +174,13 @@ impl Object {
             Object::Node(o) => &o.metadata,
             Object::PriorityClass(o) => &o.metadata,
             Object::Event(o) => &o.metadata,
+            Object::Namespace(o) => &o.metadata,
+            Object::RuntimeClass(o) => &o.metadata,
+            Object::PodDisruptionBudget(o) => &o.metadata,
+            Object::Deployment(o) => &o.metadata,
+            Object::ReplicaSet(o) => &o.metadata,
+            Object::DaemonSet(o) => &o.metadata,
+            Object::ResourceQuota(o) => &o.metadata,
         }
     }
 
@@ -105,6 +191,13 @@ impl Object {
             Object::Node(o) => &mut o.metadata,
             Object::PriorityClass(o) => &mut o.metadata,
             Object::Event(o) => &mut o.metadata,
+            Object::Namespace(o) => &mut o.metadata,
+            Object::RuntimeClass(o) => &mut o.metadata,
+            Object::PodDisruptionBudget(o) => &mut o.metadata,
+            Object::Deployment(o) => &mut o.metadata,
+            Object::ReplicaSet(o) => &mut o.metadata,
+            Object::DaemonSet(o) => &mut o.metadata,
+            Object::ResourceQuota(o) => &mut o.metadata,
         }
     }
 
@@ -148,5 +241,144 @@ impl std::fmt::Display for ObjectKey {
         } else {
             write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_named_as_kubectl_names_them() {
+        struct Case {
+            name: &'static str,
+            inputs: &'static [&'static str],
+            want: Kind,
+            api_version: &'static str,
+            namespaced: bool,
+        }
+        let cases = [
+            Case {
+                name: "pod",
+                inputs: &["pod", "pods", "po", "Pods"],
+                want: Kind::Pod,
+                api_version: "v1",
+                namespaced: true,
+            },
+            Case {
+                name: "node",
+                inputs: &["node", "nodes", "no"],
+                want: Kind::Node,
+                api_version: "v1",
+                namespaced: false,
+            },
+            Case {
+                name: "priority class",
+                inputs: &["priorityclass", "priorityclasses", "pc"],
+                want: Kind::PriorityClass,
+                api_version: "scheduling.k8s.io/v1",
+                namespaced: false,
+            },
+            Case {
+                name: "event",
+                inputs: &["event", "events", "ev"],
+                want: Kind::Event,
+                api_version: "v1",
+                namespaced: true,
+            },
+            Case {
+                name: "namespace",
+                inputs: &["namespace", "namespaces", "ns", "NS"],
+                want: Kind::Namespace,
+                api_version: "v1",
+                namespaced: false,
+            },
+            Case {
+                name: "runtime class",
+                inputs: &["runtimeclass", "runtimeclasses", "RuntimeClass"],
+                want: Kind::RuntimeClass,
+                api_version: "node.k8s.io/v1",
+                namespaced: false,
+            },
+            Case {
+                name: "pdb",
+                inputs: &["poddisruptionbudget", "poddisruptionbudgets", "pdb"],
+                want: Kind::PodDisruptionBudget,
+                api_version: "policy/v1",
+                namespaced: true,
+            },
+            Case {
+                name: "deployment",
+                inputs: &["deployment", "deployments", "deploy"],
+                want: Kind::Deployment,
+                api_version: "apps/v1",
+                namespaced: true,
+            },
+            Case {
+                name: "replica set",
+                inputs: &["replicaset", "replicasets", "rs"],
+                want: Kind::ReplicaSet,
+                api_version: "apps/v1",
+                namespaced: true,
+            },
+            Case {
+                name: "daemon set",
+                inputs: &["daemonset", "daemonsets", "ds"],
+                want: Kind::DaemonSet,
+                api_version: "apps/v1",
+                namespaced: true,
+            },
+            Case {
+                name: "resource quota",
+                inputs: &["resourcequota", "resourcequotas", "quota"],
+                want: Kind::ResourceQuota,
+                api_version: "v1",
+                namespaced: true,
+            },
+        ];
+        assert_eq!(cases.len(), Kind::ALL.len(), "one case per kind");
+        for case in cases {
+            for input in case.inputs {
+                assert_eq!(
+                    Kind::from_cli(input),
+                    Some(case.want),
+                    "{}: {input}",
+                    case.name
+                );
+            }
+            assert_eq!(
+                Kind::from_cli(case.want.as_str()),
+                Some(case.want),
+                "{}: as_str",
+                case.name
+            );
+            assert_eq!(case.want.api_version(), case.api_version, "{}", case.name);
+            assert_eq!(case.want.is_namespaced(), case.namespaced, "{}", case.name);
+        }
+        for unknown in ["", "svc", "deploymentz", "quotas", "deployments.apps"] {
+            assert_eq!(Kind::from_cli(unknown), None, "{unknown:?}");
+        }
+    }
+
+    #[test]
+    fn all_lists_each_kind_once() {
+        let mut seen = std::collections::BTreeSet::new();
+        for kind in Kind::ALL {
+            assert!(seen.insert(kind), "{kind} listed twice");
+        }
+    }
+
+    #[test]
+    fn cluster_scoped_keys_drop_the_namespace() {
+        let ns = Object::Namespace(Namespace::new("team-a"));
+        assert_eq!(ns.key(), ObjectKey::new(Kind::Namespace, "", "team-a"));
+        assert_eq!(
+            ObjectKey::new(Kind::RuntimeClass, "default", "kata").namespace,
+            ""
+        );
+        assert_eq!(
+            ObjectKey::new(Kind::Deployment, "default", "web").to_string(),
+            "Deployment default/web"
+        );
     }
 }

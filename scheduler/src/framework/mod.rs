@@ -8,15 +8,19 @@
 //! - [`resources`]: resource vectors and the effective-request rules.
 //! - [`types`]: [`PodInfo`] and [`NodeInfo`], the per-object data kept ready for plugins.
 //! - [`snapshot`]: the cluster state a cycle reads, updated incrementally.
+//! - [`cache`]: per-pod plugin state kept across cycles, updated from the snapshot's journal.
+//! - [`hash`]: a fast hasher for the per-node lookups of plugin state.
 //! - [`CycleState`], [`Rejection`], [`Diagnosis`] and the plugin traits, below.
 
+pub mod cache;
+pub mod hash;
 pub mod resources;
 pub mod snapshot;
 pub mod types;
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 pub use resources::Resources;
 pub use snapshot::{DisruptionBudget, Snapshot};
@@ -27,9 +31,13 @@ pub const MAX_NODE_SCORE: i64 = 100;
 
 /// Per-cycle scratch space keyed by type: each plugin keeps its own typed value (computed in
 /// PreFilter or PreScore) without string keys.
+///
+/// The values sit in a short vector searched linearly: a cycle holds a handful of them, and
+/// every plugin looks its own up once per node, where hashing a key would cost more than the
+/// scan.
 #[derive(Default)]
 pub struct CycleState {
-    values: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    values: Vec<(TypeId, Box<dyn Any + Send + Sync>)>,
     /// Whether every node must be evaluated (no early stop), as `berth sim --explain` asks.
     pub evaluate_all_nodes: bool,
 }
@@ -42,21 +50,29 @@ impl CycleState {
 
     /// Stores a value, replacing the previous value of the same type.
     pub fn insert<T: Any + Send + Sync>(&mut self, value: T) {
-        self.values.insert(TypeId::of::<T>(), Box::new(value));
+        let id = TypeId::of::<T>();
+        match self.values.iter_mut().find(|(t, _)| *t == id) {
+            Some((_, slot)) => *slot = Box::new(value),
+            None => self.values.push((id, Box::new(value))),
+        }
     }
 
     /// The stored value of type `T`.
     pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        let id = TypeId::of::<T>();
         self.values
-            .get(&TypeId::of::<T>())
-            .and_then(|b| b.downcast_ref())
+            .iter()
+            .find(|(t, _)| *t == id)
+            .and_then(|(_, b)| b.downcast_ref())
     }
 
     /// The stored value of type `T`, mutable.
     pub fn get_mut<T: Any + Send + Sync>(&mut self) -> Option<&mut T> {
+        let id = TypeId::of::<T>();
         self.values
-            .get_mut(&TypeId::of::<T>())
-            .and_then(|b| b.downcast_mut())
+            .iter_mut()
+            .find(|(t, _)| *t == id)
+            .and_then(|(_, b)| b.downcast_mut())
     }
 }
 

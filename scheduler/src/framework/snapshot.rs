@@ -1,16 +1,44 @@
 //! The cluster state a scheduling cycle reads: every node with its pods, indexed by name,
 //! plus namespace labels. It is owned by the scheduling loop (or the simulator) and updated
 //! in place, one event at a time, between cycles: never rebuilt or copied whole per pod.
+//!
+//! Every placement change is also written to a short journal, so that plugins whose
+//! PreFilter or PreScore state is a function of the placed pods (InterPodAffinity,
+//! PodTopologySpread) can bring a cached state up to date with the few changes since their
+//! last cycle instead of scanning every pod again (see [`super::cache::IncrementalCache`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use berth_proto::model::{LabelSelector, Node, StringMap};
 
 use super::types::{NodeInfo, PodInfo};
 
+/// Journal entries kept: a cached state more than this many changes behind is recomputed.
+const JOURNAL_CAPACITY: usize = 4096;
+
+/// Source of snapshot identities (see [`Snapshot::id`]).
+static NEXT_SNAPSHOT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn next_snapshot_id() -> u64 {
+    NEXT_SNAPSHOT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// One change of a pod's placement, as recorded in the snapshot's journal.
+#[derive(Clone, Debug)]
+pub struct PodChange {
+    /// The pod placed or removed.
+    pub pod: Arc<PodInfo>,
+    /// Index of its node in [`Snapshot::nodes`] (valid while [`Snapshot::epoch`] is
+    /// unchanged: node indices move only when nodes change, which bumps the epoch).
+    pub node: usize,
+    /// 1 when the pod was placed, -1 when it left.
+    pub delta: i64,
+}
+
 /// Nodes and the pods placed on them.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug)]
 pub struct Snapshot {
     nodes: Vec<NodeInfo>,
     index: HashMap<String, usize>,
@@ -24,6 +52,52 @@ pub struct Snapshot {
     pods_with_required_anti_affinity: usize,
     /// PodDisruptionBudgets, for preemption's choice of victims.
     disruption_budgets: Vec<DisruptionBudget>,
+    /// Unique per snapshot value (a clone gets a new one), so caches never mix snapshots.
+    id: u64,
+    /// Bumped on every change other than a pod's placement (nodes, namespace labels).
+    epoch: u64,
+    /// Number of placement changes ever recorded; `journal` holds the latest ones.
+    generation: u64,
+    /// The latest placement changes; entry `i` is change number `generation - len + i`.
+    journal: Vec<PodChange>,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot {
+            nodes: Vec::new(),
+            index: HashMap::new(),
+            pod_locations: HashMap::new(),
+            namespaces: HashMap::new(),
+            pods_with_affinity: 0,
+            pods_with_required_anti_affinity: 0,
+            disruption_budgets: Vec::new(),
+            id: next_snapshot_id(),
+            epoch: 0,
+            generation: 0,
+            journal: Vec::new(),
+        }
+    }
+}
+
+impl Clone for Snapshot {
+    /// A copy with its own identity: the two may then change apart, so a state cached for
+    /// one must not be taken for the other.
+    fn clone(&self) -> Self {
+        Snapshot {
+            nodes: self.nodes.clone(),
+            index: self.index.clone(),
+            pod_locations: self.pod_locations.clone(),
+            namespaces: self.namespaces.clone(),
+            pods_with_affinity: self.pods_with_affinity,
+            pods_with_required_anti_affinity: self.pods_with_required_anti_affinity,
+            disruption_budgets: self.disruption_budgets.clone(),
+            id: next_snapshot_id(),
+            epoch: self.epoch,
+            generation: self.generation,
+            journal: self.journal.clone(),
+        }
+    }
 }
 
 /// What preemption needs of a PodDisruptionBudget: which pods it covers and how many of them
@@ -83,7 +157,40 @@ impl Snapshot {
 
     /// Sets the labels of a namespace.
     pub fn set_namespace(&mut self, namespace: &str, labels: StringMap) {
+        self.epoch += 1;
         self.namespaces.insert(namespace.to_string(), labels);
+    }
+
+    /// This snapshot's identity, unique in the process (clones get their own).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Bumped by every change that is not a pod's placement: nodes added, changed or removed,
+    /// namespace labels. A state cached at another epoch must be recomputed.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Number of placement changes so far.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The placement changes made after the first `generation` ones, oldest first; `None`
+    /// when the journal no longer reaches back that far (or `generation` is in the future).
+    pub fn changes_since(&self, generation: u64) -> Option<&[PodChange]> {
+        let behind = usize::try_from(self.generation.checked_sub(generation)?).ok()?;
+        let len = self.journal.len();
+        (behind <= len).then(|| &self.journal[len - behind..])
+    }
+
+    fn record(&mut self, pod: Arc<PodInfo>, node: usize, delta: i64) {
+        if self.journal.len() >= 2 * JOURNAL_CAPACITY {
+            self.journal.drain(..JOURNAL_CAPACITY);
+        }
+        self.journal.push(PodChange { pod, node, delta });
+        self.generation += 1;
     }
 
     /// The PodDisruptionBudgets.
@@ -108,6 +215,7 @@ impl Snapshot {
 
     /// Adds a node, or replaces the object of an existing one (keeping its pods).
     pub fn upsert_node(&mut self, node: Arc<Node>) {
+        self.epoch += 1;
         match self.index.get(&node.metadata.name) {
             Some(&i) => self.nodes[i].set_node(node),
             None => {
@@ -123,6 +231,7 @@ impl Snapshot {
         let Some(i) = self.index.remove(name) else {
             return Vec::new();
         };
+        self.epoch += 1;
         let removed = self.nodes.swap_remove(i);
         for p in &removed.pods {
             self.pod_locations.remove(p.uid());
@@ -147,6 +256,7 @@ impl Snapshot {
         self.remove_pod(pod.uid());
         self.count_affinity(&pod, 1);
         self.pod_locations.insert(pod.uid().to_string(), i);
+        self.record(pod.clone(), i, 1);
         self.nodes[i].add_pod(pod);
         true
     }
@@ -156,6 +266,7 @@ impl Snapshot {
         let i = self.pod_locations.remove(uid)?;
         let pod = self.nodes[i].remove_pod(uid)?;
         self.count_affinity(&pod, -1);
+        self.record(pod.clone(), i, -1);
         Some((self.nodes[i].name().to_string(), pod))
     }
 

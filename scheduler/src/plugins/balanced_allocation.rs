@@ -70,19 +70,28 @@ impl BalancedAllocation {
 /// with allocatable 0 are left out): fractions capped at 1, their population standard
 /// deviation (`|f1 - f2| / 2` for two), and `(1 - std) * 100` truncated.
 pub fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
-    let fractions: Vec<f64> = requested
-        .iter()
-        .zip(allocatable)
-        .filter(|(_, &alloc)| alloc != 0)
-        .map(|(&req, &alloc)| (req as f64 / alloc as f64).min(1.0))
-        .collect();
-    let std = match fractions.len() {
+    // Computed in two passes over an iterator rather than a collected Vec: this runs for
+    // every feasible node of every cycle. The arithmetic (and so every result) is the same.
+    let fractions = || {
+        requested
+            .iter()
+            .zip(allocatable)
+            .filter(|(_, &alloc)| alloc != 0)
+            .map(|(&req, &alloc)| (req as f64 / alloc as f64).min(1.0))
+    };
+    let std = match fractions().count() {
         0 | 1 => 0.0,
-        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
+        2 => {
+            let mut two = fractions();
+            let (a, b) = (
+                two.next().expect("two fractions"),
+                two.next().expect("two fractions"),
+            );
+            ((a - b) / 2.0).abs()
+        }
         n => {
-            let mean = fractions.iter().sum::<f64>() / n as f64;
-            let variance = fractions
-                .iter()
+            let mean = fractions().sum::<f64>() / n as f64;
+            let variance = fractions()
                 .map(|f| (f - mean) * (f - mean))
                 .sum::<f64>()
                 / n as f64;
@@ -141,8 +150,8 @@ impl Score for BalancedAllocation {
         let Some(pod_requests) = &s.pod_requests else {
             return 0;
         };
-        let (requested, allocatable) = self.allocation.node_vectors(node, pod_requests);
-        balanced_score(&requested, &allocatable)
+        self.allocation
+            .with_node_vectors(node, pod_requests, balanced_score)
     }
 }
 

@@ -7,13 +7,19 @@
 //! node of the [`Snapshot`], how many existing pods match each term per domain, so that Filter
 //! and Score are map look-ups. Namespace selectors are evaluated against the labels of the
 //! matched pod's namespace, as kube does after resolving selectors into namespace lists.
+//!
+//! Those counts are kept across cycles ([`IncrementalCache`]): consecutive pods with the same
+//! terms, labels and namespace reuse the previous counts, updated with the placements made
+//! since (the same update preemption applies), so a cycle costs the changes, not the cluster.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use berth_proto::model::{Pod, StringMap};
 use serde::{Deserialize, Serialize};
 
 use super::InvalidArgs;
+use crate::framework::cache::IncrementalCache;
+use crate::framework::hash::FastHashMap;
 use crate::framework::{
     AffinityTerm, CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter,
     PreFilterOutcome, PreScore, Rejection, Score, Snapshot, WeightedAffinityTerm, MAX_NODE_SCORE,
@@ -80,13 +86,60 @@ impl Args {
 #[derive(Clone, Debug, Default)]
 pub struct InterPodAffinity {
     args: Args,
+    /// PreFilter's counts for the latest pod key, kept up to date across cycles.
+    pre_filter_cache: IncrementalCache<PreFilterKey, PreFilterState>,
+    /// PreScore's weights for the latest pod key, kept up to date across cycles.
+    pre_score_cache: IncrementalCache<PreScoreKey, TopologyCounts>,
 }
 
 impl InterPodAffinity {
     /// The plugin with validated args.
     pub fn try_new(args: Args) -> Result<Self, InvalidArgs> {
         args.validate()?;
-        Ok(InterPodAffinity { args })
+        Ok(InterPodAffinity {
+            args,
+            ..InterPodAffinity::default()
+        })
+    }
+}
+
+/// What PreFilter's counts depend on in the incoming pod (the cluster aside).
+#[derive(PartialEq)]
+struct PreFilterKey {
+    namespace: String,
+    labels: StringMap,
+    required_affinity: Vec<AffinityTerm>,
+    required_anti_affinity: Vec<AffinityTerm>,
+}
+
+impl PreFilterKey {
+    fn new(pod: &PodInfo) -> Self {
+        PreFilterKey {
+            namespace: pod.pod.metadata.namespace.clone(),
+            labels: pod.pod.metadata.labels.clone(),
+            required_affinity: pod.required_affinity.clone(),
+            required_anti_affinity: pod.required_anti_affinity.clone(),
+        }
+    }
+}
+
+/// What PreScore's weights depend on in the incoming pod (the cluster aside).
+#[derive(PartialEq)]
+struct PreScoreKey {
+    namespace: String,
+    labels: StringMap,
+    preferred_affinity: Vec<WeightedAffinityTerm>,
+    preferred_anti_affinity: Vec<WeightedAffinityTerm>,
+}
+
+impl PreScoreKey {
+    fn new(pod: &PodInfo) -> Self {
+        PreScoreKey {
+            namespace: pod.pod.metadata.namespace.clone(),
+            labels: pod.pod.metadata.labels.clone(),
+            preferred_affinity: pod.preferred_affinity.clone(),
+            preferred_anti_affinity: pod.preferred_anti_affinity.clone(),
+        }
     }
 }
 
@@ -97,19 +150,30 @@ const _: () = {
 };
 
 /// Numbers per topology domain: key → value → number. Entries that reach zero are removed,
-/// so an empty map means no domain holds anything.
+/// so an empty map means no domain holds anything. Shared copy-on-write: a cycle's copy of
+/// the cached counts costs a reference count, and only preemption's changes copy them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct TopologyCounts(HashMap<String, HashMap<String, i64>>);
+struct TopologyCounts(Arc<FastHashMap<String, FastHashMap<String, i64>>>);
 
 impl TopologyCounts {
     fn add(&mut self, key: &str, value: &str, delta: i64) {
-        let values = self.0.entry(key.to_string()).or_default();
-        let count = values.entry(value.to_string()).or_default();
+        if delta == 0 {
+            return;
+        }
+        let map = Arc::make_mut(&mut self.0);
+        if !map.contains_key(key) {
+            map.insert(key.to_string(), FastHashMap::default());
+        }
+        let values = map.get_mut(key).expect("inserted above");
+        let count = match values.get_mut(value) {
+            Some(count) => count,
+            None => values.entry(value.to_string()).or_default(),
+        };
         *count += delta;
         if *count == 0 {
             values.remove(value);
             if values.is_empty() {
-                self.0.remove(key);
+                map.remove(key);
             }
         }
     }
@@ -297,13 +361,9 @@ impl Plugin for InterPodAffinity {
     }
 }
 
-impl PreFilter for InterPodAffinity {
-    fn pre_filter(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        snapshot: &Snapshot,
-    ) -> Result<PreFilterOutcome, PluginError> {
+impl InterPodAffinity {
+    /// PreFilter's counts computed from scratch, over every placed pod.
+    fn compute_pre_filter(pod: &PodInfo, snapshot: &Snapshot) -> PreFilterState {
         let namespace_labels = snapshot
             .namespace_labels(&pod.pod.metadata.namespace)
             .cloned();
@@ -352,12 +412,36 @@ impl PreFilter for InterPodAffinity {
                 }
             }
         }
-        // Like kube's Skip: with nothing to check, no state is kept and Filter (and the
-        // preemption updates) have nothing to do.
-        if s.existing_anti_affinity.is_empty() && !has_required_terms {
+        s
+    }
+}
+
+impl PreFilter for InterPodAffinity {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> Result<PreFilterOutcome, PluginError> {
+        let has_required_terms =
+            !(pod.required_affinity.is_empty() && pod.required_anti_affinity.is_empty());
+        // Nothing to count at all: no cache work either.
+        if !has_required_terms && !snapshot.has_pods_with_required_anti_affinity() {
             return Ok(PreFilterOutcome::AllNodes);
         }
-        state.insert(s);
+        let cached = self.pre_filter_cache.get(
+            snapshot,
+            PreFilterKey::new(pod),
+            || Self::compute_pre_filter(pod, snapshot),
+            |s, change, node| s.update(pod, &change.pod, node, snapshot, change.delta),
+        );
+        // Like kube's Skip: with nothing to check, no state is kept and Filter (and the
+        // preemption updates) have nothing to do.
+        if cached.existing_anti_affinity.is_empty() && !has_required_terms {
+            return Ok(PreFilterOutcome::AllNodes);
+        }
+        // A copy of the counts' handles; preemption's updates copy on write.
+        state.insert(PreFilterState::clone(&cached));
         Ok(PreFilterOutcome::AllNodes)
     }
 
@@ -417,7 +501,9 @@ struct PreScoreState {
 }
 
 impl InterPodAffinity {
-    /// Adds to `scores` what one existing pod (on a node with `node_labels`) contributes.
+    /// Adds to `scores` what one existing pod (on a node with `node_labels`) contributes,
+    /// times `delta` (1 for a pod placed, -1 for a pod that left).
+    #[allow(clippy::too_many_arguments)] // The pods, their namespaces' labels, and the node.
     fn score_existing_pod(
         &self,
         scores: &mut TopologyCounts,
@@ -426,6 +512,7 @@ impl InterPodAffinity {
         existing: &PodInfo,
         existing_ns_labels: Option<&StringMap>,
         node_labels: &StringMap,
+        delta: i64,
     ) {
         if node_labels.is_empty() {
             return;
@@ -436,14 +523,14 @@ impl InterPodAffinity {
             &existing.pod,
             existing_ns_labels,
             node_labels,
-            1,
+            delta,
         );
         scores.add_weighted(
             &pod.preferred_anti_affinity,
             &existing.pod,
             existing_ns_labels,
             node_labels,
-            -1,
+            -delta,
         );
         // The existing pod's terms about the incoming pod (symmetry).
         let hard_weight = self.args.hard_pod_affinity_weight;
@@ -451,7 +538,7 @@ impl InterPodAffinity {
             for term in &existing.required_affinity {
                 if term.matches(&pod.pod, pod_ns_labels) {
                     if let Some(value) = node_labels.get(&term.topology_key) {
-                        scores.add(&term.topology_key, value, hard_weight);
+                        scores.add(&term.topology_key, value, hard_weight * delta);
                     }
                 }
             }
@@ -461,14 +548,14 @@ impl InterPodAffinity {
             &pod.pod,
             pod_ns_labels,
             node_labels,
-            1,
+            delta,
         );
         scores.add_weighted(
             &existing.preferred_anti_affinity,
             &pod.pod,
             pod_ns_labels,
             node_labels,
-            -1,
+            -delta,
         );
     }
 }
@@ -494,29 +581,55 @@ impl PreScore for InterPodAffinity {
             return Ok(());
         }
         let pod_ns_labels = snapshot.namespace_labels(&pod.pod.metadata.namespace);
-        let mut scores = TopologyCounts::default();
-        for node in snapshot.nodes() {
-            let existing_pods = if has_preferences {
-                &node.pods
-            } else {
-                &node.pods_with_affinity
-            };
-            for existing in existing_pods {
+        // Every node counts, not only the feasible ones, so the weights are a function of
+        // the placed pods and can be kept up to date across cycles. A pod without affinity
+        // terms contributes nothing unless the incoming pod has preferences, so applying
+        // every placement change equals scanning `pods_with_affinity` only.
+        let compute = || {
+            let mut scores = TopologyCounts::default();
+            for node in snapshot.nodes() {
+                let existing_pods = if has_preferences {
+                    &node.pods
+                } else {
+                    &node.pods_with_affinity
+                };
+                for existing in existing_pods {
+                    let existing_ns_labels =
+                        snapshot.namespace_labels(&existing.pod.metadata.namespace);
+                    self.score_existing_pod(
+                        &mut scores,
+                        pod,
+                        pod_ns_labels,
+                        existing,
+                        existing_ns_labels,
+                        node.labels(),
+                        1,
+                    );
+                }
+            }
+            scores
+        };
+        let scores = self.pre_score_cache.get(
+            snapshot,
+            PreScoreKey::new(pod),
+            compute,
+            |scores, change, node| {
                 let existing_ns_labels =
-                    snapshot.namespace_labels(&existing.pod.metadata.namespace);
+                    snapshot.namespace_labels(&change.pod.pod.metadata.namespace);
                 self.score_existing_pod(
-                    &mut scores,
+                    scores,
                     pod,
                     pod_ns_labels,
-                    existing,
+                    &change.pod,
                     existing_ns_labels,
                     node.labels(),
+                    change.delta,
                 );
-            }
-        }
+            },
+        );
         if !scores.is_empty() {
             state.insert(PreScoreState {
-                topology_score: scores,
+                topology_score: TopologyCounts::clone(&scores),
             });
         }
         Ok(())

@@ -12,6 +12,7 @@
 //! - [`default_normalize_score`]: kube's shared score normalization.
 
 pub mod balanced_allocation;
+pub mod default_preemption;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
@@ -96,6 +97,7 @@ pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
     // kube's order: PodTopologySpread 2, InterPodAffinity 2, then DefaultPreemption.
     (pod_topology_spread::NAME, 2),
     (inter_pod_affinity::NAME, 2),
+    (default_preemption::NAME, 0),
     (balanced_allocation::NAME, 1),
 ];
 
@@ -203,6 +205,18 @@ pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSe
                 name: balanced_allocation::NAME,
                 pre_score: Some(p.clone()),
                 score: Some(p),
+                ..PluginSet::default()
+            })
+        }
+        default_preemption::NAME => {
+            let parsed: default_preemption::Args = parse_args(default_preemption::NAME, args)?;
+            let p = Arc::new(
+                default_preemption::DefaultPreemption::try_new(parsed)
+                    .map_err(|e| invalid(default_preemption::NAME, e))?,
+            );
+            Ok(PluginSet {
+                name: default_preemption::NAME,
+                post_filter: Some(p),
                 ..PluginSet::default()
             })
         }

@@ -288,6 +288,38 @@ impl ResourceAllocation {
     pub fn node_vectors(&self, node: &NodeInfo, pod_requests: &[i64]) -> (Vec<i64>, Vec<i64>) {
         let mut requested = vec![0; self.resources.len()];
         let mut allocatable = vec![0; self.resources.len()];
+        self.fill_node_vectors(node, pod_requests, &mut requested, &mut allocatable);
+        (requested, allocatable)
+    }
+
+    /// As [`ResourceAllocation::node_vectors`], handing the vectors to `f` instead of
+    /// returning them: on the scoring path (every feasible node, every cycle) they live on
+    /// the stack when there are at most [`INLINE_RESOURCES`] scored resources.
+    pub fn with_node_vectors<R>(
+        &self,
+        node: &NodeInfo,
+        pod_requests: &[i64],
+        f: impl FnOnce(&[i64], &[i64]) -> R,
+    ) -> R {
+        let n = self.resources.len();
+        if n <= INLINE_RESOURCES {
+            let mut requested = [0i64; INLINE_RESOURCES];
+            let mut allocatable = [0i64; INLINE_RESOURCES];
+            self.fill_node_vectors(node, pod_requests, &mut requested[..n], &mut allocatable[..n]);
+            f(&requested[..n], &allocatable[..n])
+        } else {
+            let (requested, allocatable) = self.node_vectors(node, pod_requests);
+            f(&requested, &allocatable)
+        }
+    }
+
+    fn fill_node_vectors(
+        &self,
+        node: &NodeInfo,
+        pod_requests: &[i64],
+        requested: &mut [i64],
+        allocatable: &mut [i64],
+    ) {
         for (i, (r, &pod_req)) in self.resources.iter().zip(pod_requests).enumerate() {
             let (alloc, req) = self.allocatable_requested(node, &r.name, pod_req);
             if alloc != 0 {
@@ -295,7 +327,6 @@ impl ResourceAllocation {
                 requested[i] = req;
             }
         }
-        (requested, allocatable)
     }
 
     fn allocatable_requested(&self, node: &NodeInfo, name: &str, pod_req: i64) -> (i64, i64) {
@@ -331,6 +362,9 @@ impl ResourceAllocation {
         }
     }
 }
+
+/// Scored resources kept on the stack while scoring a node (kube's default scores two).
+pub const INLINE_RESOURCES: usize = 8;
 
 /// Checks weights are in `(0, 100]` (kube's `validateResources`).
 fn validate_weights(resources: &[ResourceSpec], path: &str) -> Result<(), InvalidArgs> {
@@ -664,17 +698,19 @@ impl Score for NodeResourcesFit {
                 &computed
             }
         };
-        let (requested, allocatable) = self.allocation.node_vectors(node, pod_requests);
-        let score = self.score_vectors(&requested, &allocatable);
-        tracing::trace!(
-            plugin = NAME,
-            node = node.name(),
-            ?requested,
-            ?allocatable,
-            score,
-            "resource allocation score"
-        );
-        score
+        self.allocation
+            .with_node_vectors(node, pod_requests, |requested, allocatable| {
+                let score = self.score_vectors(requested, allocatable);
+                tracing::trace!(
+                    plugin = NAME,
+                    node = node.name(),
+                    ?requested,
+                    ?allocatable,
+                    score,
+                    "resource allocation score"
+                );
+                score
+            })
     }
 }
 

@@ -11,6 +11,7 @@
 //! nodeTaintsPolicy, default Ignore).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use berth_proto::model::{
     LabelSelector, LabelSelectorOperator, LabelSelectorRequirement, Node, NodeInclusionPolicy, Pod,
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::node_affinity::RequiredNodeAffinity;
 use super::taint_toleration::{find_untolerated_taint, is_do_not_schedule};
 use super::InvalidArgs;
+use crate::framework::cache::IncrementalCache;
 use crate::framework::{
     CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter, PreFilterOutcome,
     PreScore, Rejection, Score, Snapshot, MAX_NODE_SCORE,
@@ -132,6 +134,9 @@ pub struct PodTopologySpread {
     /// Whether the defaults are kube's system ones; then nodes lacking a default key are not
     /// left out of scoring (a cluster without zone labels still spreads by hostname).
     system_defaulted: bool,
+    /// PreFilter's counts for the latest pod key, kept up to date across cycles from the
+    /// snapshot's journal (the same update preemption applies).
+    pre_filter_cache: IncrementalCache<PreFilterKey, PreFilterState>,
 }
 
 impl Default for PodTopologySpread {
@@ -139,8 +144,21 @@ impl Default for PodTopologySpread {
         PodTopologySpread {
             default_constraints: system_default_constraints(),
             system_defaulted: true,
+            pre_filter_cache: IncrementalCache::default(),
         }
     }
+}
+
+/// What PreFilter's counts depend on in the incoming pod (the cluster aside): its
+/// constraints (selectors included), its node affinity and tolerations (node inclusion
+/// policies) and its namespace.
+#[derive(PartialEq)]
+struct PreFilterKey {
+    constraints: Vec<Constraint>,
+    node_selector: StringMap,
+    required_node_affinity: Option<berth_proto::model::NodeSelector>,
+    tolerations: Vec<berth_proto::model::Toleration>,
+    namespace: String,
 }
 
 impl PodTopologySpread {
@@ -152,6 +170,7 @@ impl PodTopologySpread {
             DefaultingType::List => PodTopologySpread {
                 default_constraints: args.default_constraints,
                 system_defaulted: false,
+                pre_filter_cache: IncrementalCache::default(),
             },
         })
     }
@@ -345,33 +364,52 @@ impl PreFilter for PodTopologySpread {
         if constraints.is_empty() {
             return Ok(PreFilterOutcome::AllNodes);
         }
-        let namespace = &pod.pod.metadata.namespace;
         let required_node_affinity = RequiredNodeAffinity::from_pod(&pod.pod);
-        let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
-        for node in snapshot.nodes() {
-            let labels = node.labels();
-            if !has_all_keys(labels, &constraints) {
-                continue;
-            }
-            for (i, c) in constraints.iter().enumerate() {
-                if !c.includes(&pod.pod, &required_node_affinity, &node.node) {
+        let key = PreFilterKey {
+            constraints: constraints.clone(),
+            node_selector: pod.pod.spec.node_selector.clone(),
+            required_node_affinity: pod
+                .pod
+                .spec
+                .affinity
+                .as_ref()
+                .and_then(|a| a.node_affinity.as_ref())
+                .and_then(|na| na.required_during_scheduling_ignored_during_execution.clone()),
+            tolerations: pod.pod.spec.tolerations.clone(),
+            namespace: pod.pod.metadata.namespace.clone(),
+        };
+        let compute = || {
+            let namespace = &pod.pod.metadata.namespace;
+            let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+            for node in snapshot.nodes() {
+                let labels = node.labels();
+                if !has_all_keys(labels, &constraints) {
                     continue;
                 }
-                *counts[i]
-                    .entry(labels[&c.topology_key].clone())
-                    .or_default() += c.count_on(node, namespace);
+                for (i, c) in constraints.iter().enumerate() {
+                    if !c.includes(&pod.pod, &required_node_affinity, &node.node) {
+                        continue;
+                    }
+                    *counts[i]
+                        .entry(labels[&c.topology_key].clone())
+                        .or_default() += c.count_on(node, namespace);
+                }
             }
-        }
-        let min_counts = counts
-            .iter()
-            .map(|m| m.values().copied().min().unwrap_or(0))
-            .collect();
-        state.insert(PreFilterState {
-            constraints,
-            required_node_affinity,
-            counts,
-            min_counts,
+            let min_counts = counts
+                .iter()
+                .map(|m| m.values().copied().min().unwrap_or(0))
+                .collect();
+            PreFilterState {
+                constraints: constraints.clone(),
+                required_node_affinity: required_node_affinity.clone(),
+                counts,
+                min_counts,
+            }
+        };
+        let cached = self.pre_filter_cache.get(snapshot, key, compute, |s, change, node| {
+            s.update(&pod.pod, &change.pod.pod, &node.node, change.delta)
         });
+        state.insert(cached);
         Ok(PreFilterOutcome::AllNodes)
     }
 
@@ -383,8 +421,8 @@ impl PreFilter for PodTopologySpread {
         node: &NodeInfo,
         _snapshot: &Snapshot,
     ) {
-        if let Some(s) = state.get_mut::<PreFilterState>() {
-            s.update(&pod.pod, &added.pod, &node.node, 1);
+        if let Some(s) = state.get_mut::<Arc<PreFilterState>>() {
+            Arc::make_mut(s).update(&pod.pod, &added.pod, &node.node, 1);
         }
     }
 
@@ -396,15 +434,15 @@ impl PreFilter for PodTopologySpread {
         node: &NodeInfo,
         _snapshot: &Snapshot,
     ) {
-        if let Some(s) = state.get_mut::<PreFilterState>() {
-            s.update(&pod.pod, &removed.pod, &node.node, -1);
+        if let Some(s) = state.get_mut::<Arc<PreFilterState>>() {
+            Arc::make_mut(s).update(&pod.pod, &removed.pod, &node.node, -1);
         }
     }
 }
 
 impl Filter for PodTopologySpread {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Fit {
-        let Some(s) = state.get::<PreFilterState>() else {
+        let Some(s) = state.get::<Arc<PreFilterState>>() else {
             return Fit::Yes;
         };
         for (i, c) in s.constraints.iter().enumerate() {

@@ -1,17 +1,63 @@
 //! Admission: what the API server does to an object before it is stored — defaults,
 //! validation, priority resolution — and what may change when an object is re-applied.
 
+use std::sync::RwLock;
+
 use berth_proto::model::{
-    Kind, Object, ObjectKey, Pod, PodPhase, PreemptionPolicy, PriorityClass, RestartPolicy,
+    Kind, Object, ObjectKey, Pod, PodPhase, PodSpec, PreemptionPolicy, PriorityClass,
+    RestartPolicy, TaintEffect, Toleration, TolerationOperator,
 };
 use berth_proto::validate;
 use berth_store::ObjectStore;
 
 use super::error::{Error, Result};
+use super::node_lifecycle::{TAINT_NOT_READY, TAINT_UNREACHABLE};
 use crate::profile::DEFAULT_SCHEDULER_NAME;
 
 /// Default `terminationGracePeriodSeconds` of a pod, as in Kubernetes.
 pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
+
+/// Default of both DefaultTolerationSeconds flags, as in Kubernetes.
+pub const DEFAULT_TOLERATION_SECONDS: i64 = 300;
+
+/// Settings of the admission plugins that come from `berth-scheduler`'s flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdmissionConfig {
+    /// `tolerationSeconds` of the `node.kubernetes.io/not-ready:NoExecute` toleration added to
+    /// every pod without one (`--default-not-ready-toleration-seconds`).
+    pub not_ready_toleration_seconds: i64,
+    /// `tolerationSeconds` of the `node.kubernetes.io/unreachable:NoExecute` toleration added
+    /// to every pod without one (`--default-unreachable-toleration-seconds`).
+    pub unreachable_toleration_seconds: i64,
+}
+
+impl AdmissionConfig {
+    /// Kubernetes' defaults (300 s for both tolerations).
+    pub const DEFAULT: AdmissionConfig = AdmissionConfig {
+        not_ready_toleration_seconds: DEFAULT_TOLERATION_SECONDS,
+        unreachable_toleration_seconds: DEFAULT_TOLERATION_SECONDS,
+    };
+}
+
+impl Default for AdmissionConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// The settings [`admit`] uses. Process-wide because admission is a plain function called
+/// from several services; `server::run` sets it once at start.
+static CONFIG: RwLock<AdmissionConfig> = RwLock::new(AdmissionConfig::DEFAULT);
+
+/// Sets the admission settings of this process (done by `server::run` from its flags).
+pub fn configure(config: AdmissionConfig) {
+    *CONFIG.write().expect("admission config lock poisoned") = config;
+}
+
+/// The admission settings of this process.
+pub fn config() -> AdmissionConfig {
+    *CONFIG.read().expect("admission config lock poisoned")
+}
 
 /// Describes an object for error messages: `pod "web"`.
 pub fn describe(obj: &Object) -> String {
@@ -51,6 +97,7 @@ pub fn admit_with(
     if let Object::Pod(pod) = &mut obj {
         default_pod(pod);
         resolve_priority(store, pod, pending)?;
+        check_quotas(store, pod)?;
     }
     if let Object::PriorityClass(pc) = &obj {
         check_priority_class(store, pc, pending)?;
@@ -68,6 +115,32 @@ fn default_pod(pod: &mut Pod) {
     }
     if spec.termination_grace_period_seconds.is_none() {
         spec.termination_grace_period_seconds = Some(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
+    }
+    add_default_tolerations(spec, &config());
+}
+
+/// Kubernetes' DefaultTolerationSeconds admission: a pod that does not already tolerate the
+/// not-ready (unreachable) NoExecute taint — no toleration with that key or an empty key, and
+/// effect NoExecute or none — gets an `Exists` toleration of it for the configured seconds.
+/// The taint eviction controller then lets the pod stay that long on a failed node.
+pub fn add_default_tolerations(spec: &mut PodSpec, config: &AdmissionConfig) {
+    for (key, seconds) in [
+        (TAINT_NOT_READY, config.not_ready_toleration_seconds),
+        (TAINT_UNREACHABLE, config.unreachable_toleration_seconds),
+    ] {
+        let tolerated = spec.tolerations.iter().any(|t| {
+            (t.key.is_empty() || t.key == key)
+                && t.effect.is_none_or(|e| e == TaintEffect::NoExecute)
+        });
+        if !tolerated {
+            spec.tolerations.push(Toleration {
+                key: key.to_string(),
+                operator: Some(TolerationOperator::Exists),
+                value: String::new(),
+                effect: Some(TaintEffect::NoExecute),
+                toleration_seconds: Some(seconds),
+            });
+        }
     }
 }
 
@@ -179,6 +252,71 @@ fn check_priority_class(
     Ok(())
 }
 
+/// ResourceQuota admission of a new pod (see [`super::quota`]): refused when a quota of
+/// its namespace whose scope covers it would be exceeded. A pod already stored (a
+/// re-apply) is not charged again.
+fn check_quotas(store: &dyn ObjectStore, pod: &Pod) -> Result<()> {
+    let ns = &pod.metadata.namespace;
+    let quotas = store.list(Kind::ResourceQuota, Some(ns))?;
+    if quotas.is_empty() {
+        return Ok(());
+    }
+    let key = ObjectKey::new(Kind::Pod, ns, &pod.metadata.name);
+    if store.get(&key)?.is_some() {
+        return Ok(());
+    }
+    let pods: Vec<Pod> = store
+        .list(Kind::Pod, Some(ns))?
+        .into_iter()
+        .filter_map(|o| match o {
+            Object::Pod(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    let existing: Vec<&Pod> = pods.iter().collect();
+    for quota in quotas {
+        if let Object::ResourceQuota(quota) = quota {
+            super::quota::check(&quota, pod, &existing).map_err(|e| Error::Forbidden {
+                context: format!("pods {:?}", pod.metadata.name),
+                reason: e.to_string(),
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses to delete a PriorityClass that pods still use, naming them (Berth's rule: a class
+/// in use cannot be deleted silently). Finished pods do not count.
+pub fn check_priority_class_unused(store: &dyn ObjectStore, name: &str) -> Result<()> {
+    let users: Vec<String> = store
+        .list(Kind::Pod, None)?
+        .into_iter()
+        .filter_map(|o| match o {
+            Object::Pod(p)
+                if p.spec.priority_class_name == name && !p.status.phase.is_terminal() =>
+            {
+                Some(format!("{}/{}", p.metadata.namespace, p.metadata.name))
+            }
+            _ => None,
+        })
+        .collect();
+    if users.is_empty() {
+        return Ok(());
+    }
+    const SHOWN: usize = 10;
+    let mut listed = users.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    if users.len() > SHOWN {
+        listed.push_str(&format!(" and {} more", users.len() - SHOWN));
+    }
+    Err(Error::Forbidden {
+        context: format!("priorityclasses {name:?}"),
+        reason: format!(
+            "PriorityClass {name} is in use by {} pod(s): {listed}; delete them first",
+            users.len()
+        ),
+    })
+}
+
 /// What an apply of `incoming` over `stored` amounts to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApplyAction {
@@ -280,7 +418,7 @@ pub fn merge_update(stored: &Object, incoming: Object) -> Result<(Object, ApplyA
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{Container, ObjectMeta, PodSchedulingGate, Toleration};
+    use berth_proto::model::{Container, ObjectMeta, PodSchedulingGate};
     use berth_store::{Op, SledStore};
 
     fn pod(name: &str, class: &str) -> Pod {
@@ -347,6 +485,128 @@ mod tests {
             p.spec.preemption_policy,
             Some(PreemptionPolicy::PreemptLowerPriority)
         );
+        let defaults: Vec<(&str, Option<i64>)> = p
+            .spec
+            .tolerations
+            .iter()
+            .map(|t| {
+                assert_eq!(t.operator, Some(TolerationOperator::Exists), "{t:?}");
+                assert_eq!(t.effect, Some(TaintEffect::NoExecute), "{t:?}");
+                (t.key.as_str(), t.toleration_seconds)
+            })
+            .collect();
+        assert_eq!(
+            defaults,
+            vec![
+                ("node.kubernetes.io/not-ready", Some(300)),
+                ("node.kubernetes.io/unreachable", Some(300)),
+            ]
+        );
+    }
+
+    #[test]
+    fn default_toleration_seconds_fill_in_what_the_pod_lacks() {
+        fn tol(key: &str, effect: Option<TaintEffect>, seconds: Option<i64>) -> Toleration {
+            Toleration {
+                key: key.into(),
+                operator: Some(TolerationOperator::Exists),
+                effect,
+                toleration_seconds: seconds,
+                ..Default::default()
+            }
+        }
+        const NOT_READY: &str = "node.kubernetes.io/not-ready";
+        const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+        let no_exec = Some(TaintEffect::NoExecute);
+        struct Case {
+            name: &'static str,
+            given: Vec<Toleration>,
+            config: AdmissionConfig,
+            want: Vec<Toleration>,
+        }
+        let configured = AdmissionConfig {
+            not_ready_toleration_seconds: 2,
+            unreachable_toleration_seconds: 7,
+        };
+        let cases = vec![
+            Case {
+                name: "no tolerations: both added",
+                given: vec![],
+                config: AdmissionConfig::default(),
+                want: vec![
+                    tol(NOT_READY, no_exec, Some(300)),
+                    tol(UNREACHABLE, no_exec, Some(300)),
+                ],
+            },
+            Case {
+                name: "the flags set the seconds",
+                given: vec![],
+                config: configured,
+                want: vec![tol(NOT_READY, no_exec, Some(2)), tol(UNREACHABLE, no_exec, Some(7))],
+            },
+            Case {
+                name: "an own not-ready toleration is kept, unreachable added",
+                given: vec![tol(NOT_READY, no_exec, Some(5))],
+                config: AdmissionConfig::default(),
+                want: vec![
+                    tol(NOT_READY, no_exec, Some(5)),
+                    tol(UNREACHABLE, no_exec, Some(300)),
+                ],
+            },
+            Case {
+                name: "a toleration with no effect counts",
+                given: vec![tol(UNREACHABLE, None, None)],
+                config: AdmissionConfig::default(),
+                want: vec![tol(UNREACHABLE, None, None), tol(NOT_READY, no_exec, Some(300))],
+            },
+            Case {
+                name: "an empty key tolerates both",
+                given: vec![tol("", None, None)],
+                config: AdmissionConfig::default(),
+                want: vec![tol("", None, None)],
+            },
+            Case {
+                name: "an empty key with effect NoExecute tolerates both",
+                given: vec![tol("", no_exec, Some(10))],
+                config: AdmissionConfig::default(),
+                want: vec![tol("", no_exec, Some(10))],
+            },
+            Case {
+                name: "a NoSchedule toleration of the key does not count",
+                given: vec![tol(NOT_READY, Some(TaintEffect::NoSchedule), None)],
+                config: AdmissionConfig::default(),
+                want: vec![
+                    tol(NOT_READY, Some(TaintEffect::NoSchedule), None),
+                    tol(NOT_READY, no_exec, Some(300)),
+                    tol(UNREACHABLE, no_exec, Some(300)),
+                ],
+            },
+            Case {
+                name: "other keys do not count",
+                given: vec![tol("dedicated", None, None)],
+                config: AdmissionConfig::default(),
+                want: vec![
+                    tol("dedicated", None, None),
+                    tol(NOT_READY, no_exec, Some(300)),
+                    tol(UNREACHABLE, no_exec, Some(300)),
+                ],
+            },
+        ];
+        for case in cases {
+            let mut spec = pod("web", "").spec;
+            spec.tolerations = case.given;
+            add_default_tolerations(&mut spec, &case.config);
+            assert_eq!(spec.tolerations, case.want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn re_applying_a_pod_with_default_tolerations_changes_nothing() {
+        let store = store_with(vec![]);
+        let stored = admit(&store, Object::Pod(pod("web", ""))).unwrap();
+        let again = admit(&store, Object::Pod(pod("web", ""))).unwrap();
+        let (_, action) = merge_update(&stored, again).unwrap();
+        assert_eq!(action, ApplyAction::Unchanged);
     }
 
     #[test]

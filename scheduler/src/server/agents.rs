@@ -3,6 +3,11 @@
 //!
 //! A single dispatcher task watches the store and routes each pod change to the session of
 //! the pod's node, so the cost of a change does not grow with the number of nodes.
+//!
+//! With authentication on, NodeRestriction applies to node credentials: a node token is
+//! bound to the first node it registers (recorded on the Node, so it survives restarts),
+//! may register and open sessions only as that node, and may not set labels under
+//! `node-restriction.kubernetes.io/`.
 
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
@@ -20,6 +25,8 @@ use tracing::{debug, info, instrument, warn};
 
 use super::admission;
 use super::error::Error;
+use super::node_lifecycle::NodeHealth;
+use super::security::{self, Caller, Role};
 
 /// Heartbeat interval the scheduler asks agents for.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
@@ -31,6 +38,8 @@ enum SessionEvent {
     Pod(Pod),
     /// A pod bound to the node was deleted.
     PodDeleted(Pod),
+    /// A message to pass on as it is (log requests).
+    Message(pb::SchedulerMessage),
 }
 
 /// Open sessions by node name.
@@ -38,6 +47,8 @@ enum SessionEvent {
 pub struct Sessions {
     by_node: Mutex<HashMap<String, (u64, mpsc::UnboundedSender<SessionEvent>)>>,
     next_id: std::sync::atomic::AtomicU64,
+    /// Set by [`Sessions::close_all`]: the server is shutting down and opens no session.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Sessions {
@@ -46,12 +57,24 @@ impl Sessions {
         let id = self
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // A newer session for the same node replaces an older one (the agent reconnected).
-        self.by_node
-            .lock()
-            .expect("sessions lock poisoned")
-            .insert(node.to_string(), (id, tx));
+        let mut map = self.by_node.lock().expect("sessions lock poisoned");
+        // After shutdown began the sender is dropped at once, so the session ends at once.
+        if !self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            // A newer session for the same node replaces an older one (the agent reconnected).
+            map.insert(node.to_string(), (id, tx));
+        }
         (id, rx)
+    }
+
+    /// Ends every open session, and any opened later: their streams close, so agents see
+    /// the scheduler go and graceful shutdown need not wait for them.
+    pub fn close_all(&self) {
+        let mut map = self.by_node.lock().expect("sessions lock poisoned");
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        let count = map.len();
+        map.clear();
+        info!(sessions = count, "closed every agent session");
     }
 
     fn close(&self, node: &str, id: u64) {
@@ -69,6 +92,19 @@ impl Sessions {
             .get(node)
         {
             let _ = tx.send(event);
+        }
+    }
+
+    /// Sends a message down a node's session; false when the node has none.
+    pub fn send_message(&self, node: &str, msg: pb::SchedulerMessage) -> bool {
+        match self
+            .by_node
+            .lock()
+            .expect("sessions lock poisoned")
+            .get(node)
+        {
+            Some((_, tx)) => tx.send(SessionEvent::Message(msg)).is_ok(),
+            None => false,
         }
     }
 
@@ -134,28 +170,139 @@ fn resync_all(store: &dyn ObjectStore, sessions: &Sessions) {
 pub struct AgentService {
     store: Arc<dyn ObjectStore>,
     sessions: Arc<Sessions>,
+    /// Node credential name → the node it is bound to; loaded from the Nodes' annotations
+    /// on first use.
+    bindings: Arc<Mutex<Option<HashMap<String, String>>>>,
+    /// When each node's agent was last heard from, for the node lifecycle controller.
+    health: Arc<NodeHealth>,
+    /// Where usage, agents' events and log chunks go.
+    telemetry: Option<Arc<super::usage::Telemetry>>,
 }
 
 impl AgentService {
     /// A service over `store`, routing through `sessions`.
     pub fn new(store: Arc<dyn ObjectStore>, sessions: Arc<Sessions>) -> Self {
-        AgentService { store, sessions }
+        AgentService {
+            store,
+            sessions,
+            bindings: Arc::default(),
+            health: Arc::default(),
+            telemetry: None,
+        }
+    }
+
+    /// Hands agents' usage, events and log chunks to `telemetry`.
+    pub fn with_telemetry(mut self, telemetry: Arc<super::usage::Telemetry>) -> Self {
+        self.telemetry = Some(telemetry);
+        self
+    }
+
+    /// Records agent contacts (registration, session start, heartbeats) in `health`, which
+    /// the node lifecycle controller reads.
+    pub fn with_health(mut self, health: Arc<NodeHealth>) -> Self {
+        self.health = health;
+        self
+    }
+
+    /// NodeRestriction for Register: a node credential may not set restricted labels, and
+    /// may register only the node it is bound to; a credential not bound yet is bound here,
+    /// to a node that no other credential registered.
+    fn admit_node_credential(&self, caller: &Caller, reported: &Node) -> Result<(), Status> {
+        let node = &reported.metadata.name;
+        let restricted: Vec<&str> = reported
+            .metadata
+            .labels
+            .keys()
+            .map(String::as_str)
+            .filter(|k| security::is_node_restricted_label(k))
+            .collect();
+        if !restricted.is_empty() {
+            return Err(Status::permission_denied(format!(
+                "node {node:?} is not allowed to set the following labels: {}",
+                restricted.join(", ")
+            )));
+        }
+        let mut guard = self.bindings.lock().expect("bindings lock poisoned");
+        if guard.is_none() {
+            *guard = Some(load_bindings(self.store.as_ref()).map_err(Status::from)?);
+        }
+        let bindings = guard.as_mut().expect("loaded just above");
+        match bindings.get(&caller.name) {
+            Some(bound) if bound == node => Ok(()),
+            Some(bound) => Err(Status::permission_denied(format!(
+                "node credential {:?} is bound to node {bound:?}; it may not register node {node:?}",
+                caller.name
+            ))),
+            None => {
+                let key = ObjectKey::new(Kind::Node, "", node);
+                if let Some(owner) = self
+                    .store
+                    .get(&key)
+                    .map_err(|e| Status::from(Error::from(e)))?
+                    .and_then(|o| o.meta().annotations.get(security::NODE_CREDENTIAL_ANNOTATION).cloned())
+                {
+                    if owner != caller.name {
+                        return Err(Status::permission_denied(format!(
+                            "node {node:?} was registered by another node credential; {:?} may not register it",
+                            caller.name
+                        )));
+                    }
+                }
+                info!(credential = %caller.name, node = %node, "node credential bound to its node");
+                bindings.insert(caller.name.clone(), node.clone());
+                Ok(())
+            }
+        }
+    }
+
+    /// NodeRestriction for Session: a node credential opens sessions only as its own node.
+    fn admit_session(&self, caller: &Caller, node: &str) -> Result<(), Status> {
+        let guard = self.bindings.lock().expect("bindings lock poisoned");
+        match guard.as_ref().and_then(|b| b.get(&caller.name)) {
+            Some(bound) if bound == node => Ok(()),
+            Some(bound) => Err(Status::permission_denied(format!(
+                "node credential {:?} is bound to node {bound:?}; it may not open a session as node {node:?}",
+                caller.name
+            ))),
+            None => Err(Status::permission_denied(format!(
+                "node credential {:?} has registered no node; call Register first",
+                caller.name
+            ))),
+        }
     }
 
     /// Creates the node, or refreshes what the agent owns of it (status, its labels),
-    /// keeping what an admin set (taints added later, cordon, extra labels).
-    fn register(&self, reported: Node) -> Result<Node, Error> {
+    /// keeping what an admin set (taints added later, cordon, extra labels). A node
+    /// credential's name is recorded on the node.
+    fn register(&self, reported: Node, caller: Option<&Caller>) -> Result<Node, Error> {
         let key = ObjectKey::new(Kind::Node, "", &reported.metadata.name);
+        let credential = caller
+            .filter(|c| c.role == Role::Node)
+            .map(|c| c.name.clone());
         for _ in 0..5 {
             let (op, expected) = match self.store.get(&key)? {
                 None => {
-                    let obj =
-                        admission::admit(self.store.as_ref(), Object::Node(reported.clone()))?;
+                    let mut node = reported.clone();
+                    node.metadata
+                        .annotations
+                        .remove(security::NODE_CREDENTIAL_ANNOTATION);
+                    if let Some(name) = &credential {
+                        node.metadata
+                            .annotations
+                            .insert(security::NODE_CREDENTIAL_ANNOTATION.into(), name.clone());
+                    }
+                    let obj = admission::admit(self.store.as_ref(), Object::Node(node))?;
                     (Op::Create(obj), None)
                 }
                 Some(Object::Node(mut stored)) => {
                     for (k, v) in &reported.metadata.labels {
                         stored.metadata.labels.insert(k.clone(), v.clone());
+                    }
+                    if let Some(name) = &credential {
+                        stored
+                            .metadata
+                            .annotations
+                            .insert(security::NODE_CREDENTIAL_ANNOTATION.into(), name.clone());
                     }
                     stored.status = reported.status.clone();
                     let rv = stored.metadata.resource_version.clone();
@@ -284,6 +431,21 @@ impl AgentService {
     }
 }
 
+/// Which node each node credential registered, from the Nodes' annotations.
+fn load_bindings(store: &dyn ObjectStore) -> Result<HashMap<String, String>, Error> {
+    let mut bindings = HashMap::new();
+    for obj in store.list(Kind::Node, None)? {
+        if let Some(credential) = obj
+            .meta()
+            .annotations
+            .get(security::NODE_CREDENTIAL_ANNOTATION)
+        {
+            bindings.insert(credential.clone(), obj.meta().name.clone());
+        }
+    }
+    Ok(bindings)
+}
+
 fn start_msg(pod: &Pod) -> pb::SchedulerMessage {
     pb::SchedulerMessage {
         msg: Some(pb::scheduler_message::Msg::StartPod(pb::StartPod {
@@ -313,6 +475,7 @@ impl pb::agent_server::Agent for AgentService {
         &self,
         req: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
+        let caller = req.extensions().get::<Caller>().cloned();
         let node = req
             .into_inner()
             .node
@@ -325,9 +488,15 @@ impl pb::agent_server::Agent for AgentService {
             unreachable!("converted from a node")
         };
         let this = self.clone();
-        let node = tokio::task::spawn_blocking(move || this.register(node))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))??;
+        let node = tokio::task::spawn_blocking(move || -> Result<Node, Status> {
+            if let Some(caller) = caller.as_ref().filter(|c| c.role == Role::Node) {
+                this.admit_node_credential(caller, &node)?;
+            }
+            Ok(this.register(node, caller.as_ref())?)
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))??;
+        self.health.record(&node.metadata.name);
         info!(node = %node.metadata.name, "node registered");
         Ok(Response::new(pb::RegisterResponse {
             node: Some((&node).into()),
@@ -342,6 +511,7 @@ impl pb::agent_server::Agent for AgentService {
         &self,
         req: Request<Streaming<pb::AgentMessage>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
+        let caller = req.extensions().get::<Caller>().cloned();
         let mut inbound = req.into_inner();
         let hello = match inbound.next().await {
             Some(Ok(pb::AgentMessage {
@@ -355,12 +525,16 @@ impl pb::agent_server::Agent for AgentService {
             }
         };
         let node_name = hello.node_name.clone();
+        if let Some(caller) = caller.as_ref().filter(|c| c.role == Role::Node) {
+            self.admit_session(caller, &node_name)?;
+        }
         let key = ObjectKey::new(Kind::Node, "", &node_name);
         if self.store.get(&key).map_err(Error::from)?.is_none() {
             return Err(Status::failed_precondition(format!(
                 "node {node_name} is not registered; call Register first"
             )));
         }
+        self.health.record(&node_name);
         let (session_id, mut events) = self.sessions.open(&node_name);
         let (tx, rx) = mpsc::channel::<Result<pb::SchedulerMessage, Status>>(1024);
 
@@ -402,6 +576,7 @@ impl pb::agent_server::Agent for AgentService {
                         let node = node_name.clone();
                         let result = tokio::task::spawn_blocking(move || match msg.msg {
                             Some(pb::agent_message::Msg::Heartbeat(hb)) => {
+                                this2.health.record(&node);
                                 let conditions = hb.conditions.into_iter()
                                     .map(NodeCondition::try_from)
                                     .collect::<Result<Vec<_>, _>>()
@@ -409,6 +584,23 @@ impl pb::agent_server::Agent for AgentService {
                                 this2.heartbeat(&node, conditions)
                             }
                             Some(pb::agent_message::Msg::PodStatus(update)) => this2.pod_status(&node, update),
+                            Some(pb::agent_message::Msg::Usage(usage)) => {
+                                if let Some(t) = &this2.telemetry { t.record_usage(&node, usage); }
+                                Ok(())
+                            }
+                            Some(pb::agent_message::Msg::PodEvent(event)) => {
+                                if let Some(t) = &this2.telemetry { t.record_event(&node, event); }
+                                Ok(())
+                            }
+                            Some(pb::agent_message::Msg::LogChunk(chunk)) => {
+                                let reader_gone = this2.telemetry.as_ref().and_then(|t| t.deliver_log(&node, chunk));
+                                if let Some(request_id) = reader_gone {
+                                    this2.sessions.send_message(&node, pb::SchedulerMessage {
+                                        msg: Some(pb::scheduler_message::Msg::CancelLogs(pb::CancelLogs { request_id })),
+                                    });
+                                }
+                                Ok(())
+                            }
                             Some(pb::agent_message::Msg::Hello(_)) | None => Ok(()),
                         }).await;
                         match result {
@@ -444,6 +636,7 @@ impl pb::agent_server::Agent for AgentService {
                                 started.remove(&pod.metadata.uid);
                                 stop_msg(&pod, "Deleted")
                             }
+                            SessionEvent::Message(msg) => msg,
                         };
                         if tx.send(Ok(msg)).await.is_err() {
                             break;
@@ -452,6 +645,9 @@ impl pb::agent_server::Agent for AgentService {
                 }
             }
             this.sessions.close(&node_name, session_id);
+            if let Some(t) = &this.telemetry {
+                t.session_closed(&node_name);
+            }
             info!(node = %node_name, "agent session closed");
         });
         Ok(Response::new(Box::pin(

@@ -1,5 +1,5 @@
-//! The user-facing gRPC service (`berth.v1.Berth`): Apply, Get, List, Delete, Watch, with
-//! admission on every write.
+//! The user-facing gRPC service (`berth.v1.Berth`): Apply, Get, List, Delete, Watch and
+//! Evict, with admission on every write.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,16 +18,36 @@ use super::error::{Error, Result};
 /// Most objects one Apply may carry.
 pub const MAX_OBJECTS_PER_APPLY: usize = 10_000;
 
+/// Largest gRPC request the server decodes (bytes); larger ones fail with
+/// `OUT_OF_RANGE` before any handler runs.
+pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+
+/// Largest object the server stores, in bytes of its protobuf encoding: etcd's default
+/// request limit, which bounds a Kubernetes object (stored as protobuf) the same way.
+pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
+
 /// The Berth API service over a store.
 #[derive(Clone)]
 pub struct ApiService {
     store: Arc<dyn ObjectStore>,
+    /// Ends open watches when the server shuts down.
+    shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl ApiService {
     /// A service over `store`.
     pub fn new(store: Arc<dyn ObjectStore>) -> Self {
-        ApiService { store }
+        ApiService {
+            store,
+            shutdown: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
+    /// Ends the watches of this service when `shutdown` fires, so that a graceful stop does
+    /// not wait for watchers to hang up.
+    pub fn with_shutdown(mut self, shutdown: tokio_util::sync::CancellationToken) -> Self {
+        self.shutdown = shutdown;
+        self
     }
 
     /// Admits every object, then stores them all in one transaction.
@@ -62,6 +82,7 @@ impl ApiService {
             .collect();
         for obj in objects {
             let obj = admission::admit_with(self.store.as_ref(), obj, &classes)?;
+            check_object_size(&obj)?;
             let key = obj.key();
             if !seen.insert(key.clone()) {
                 return Err(Error::BadRequest(format!(
@@ -161,6 +182,9 @@ impl ApiService {
     fn delete(&self, req: pb::DeleteRequest) -> Result<pb::DeleteResponse> {
         let kind = request_kind(req.kind)?;
         let key = ObjectKey::new(kind, &default_namespace(kind, &req.namespace), &req.name);
+        if kind == Kind::PriorityClass {
+            admission::check_priority_class_unused(self.store.as_ref(), &req.name)?;
+        }
         let precondition = if req.resource_version.is_empty() {
             Precondition::None
         } else {
@@ -238,6 +262,29 @@ impl pb::berth_server::Berth for ApiService {
         Ok(Response::new(resp))
     }
 
+    #[instrument(skip_all, fields(namespace = %req.get_ref().namespace, name = %req.get_ref().name))]
+    async fn evict(
+        &self,
+        req: Request<pb::EvictRequest>,
+    ) -> std::result::Result<Response<pb::EvictResponse>, Status> {
+        let store = self.store.clone();
+        let req = req.into_inner();
+        let namespace = default_namespace(Kind::Pod, &req.namespace);
+        let pod = tokio::task::spawn_blocking(move || {
+            super::eviction::evict(
+                store.as_ref(),
+                &namespace,
+                &req.name,
+                req.grace_period_seconds,
+            )
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))??;
+        Ok(Response::new(pb::EvictResponse {
+            pod: Some(pb::Pod::from(&pod)),
+        }))
+    }
+
     type WatchStream = WatchStream;
 
     async fn watch(
@@ -263,6 +310,7 @@ impl pb::berth_server::Berth for ApiService {
             })?;
             (Vec::new(), from)
         };
+        let shutdown = self.shutdown.clone();
         let stream = async_stream(move |tx| async move {
             for obj in initial {
                 let ev = pb::WatchEvent {
@@ -274,7 +322,11 @@ impl pb::berth_server::Berth for ApiService {
                 }
             }
             loop {
-                let change = match changes.recv().await {
+                let received = tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    received = changes.recv() => received,
+                };
+                let change = match received {
                     Ok(c) => c,
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                         let _ = tx
@@ -308,6 +360,18 @@ impl pb::berth_server::Berth for ApiService {
         });
         Ok(Response::new(stream))
     }
+}
+
+/// Refuses an object larger than [`MAX_OBJECT_BYTES`] in its encoded (protobuf) form.
+fn check_object_size(obj: &Object) -> Result<()> {
+    let size = prost::Message::encoded_len(&object_to_pb(obj));
+    if size > MAX_OBJECT_BYTES {
+        return Err(Error::BadRequest(format!(
+            "{} is too large: {size} bytes encoded, more than the limit of {MAX_OBJECT_BYTES}",
+            admission::describe(obj)
+        )));
+    }
+    Ok(())
 }
 
 /// A stream fed by a task through a bounded channel.

@@ -95,9 +95,30 @@ fn plural(kind: berth_proto::model::Kind) -> String {
 /// The result type of the server.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Longest status message sent, in bytes. The message travels in an HTTP/2 trailer, and a
+/// client refuses trailers past its header-list limit (16 KiB by default): an error that
+/// quotes a huge invalid value must still reach the client as its own code.
+pub const MAX_STATUS_MESSAGE_BYTES: usize = 4096;
+
+/// Cuts `message` to [`MAX_STATUS_MESSAGE_BYTES`] on a character boundary, saying how much
+/// was left out.
+fn truncate_message(mut message: String) -> String {
+    if message.len() <= MAX_STATUS_MESSAGE_BYTES {
+        return message;
+    }
+    let total = message.len();
+    let mut cut = MAX_STATUS_MESSAGE_BYTES;
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    message.truncate(cut);
+    message.push_str(&format!("... ({} more bytes)", total - cut));
+    message
+}
+
 impl From<Error> for tonic::Status {
     fn from(e: Error) -> Self {
-        let message = e.to_string();
+        let message = truncate_message(e.to_string());
         match e {
             Error::NotFound { .. } => tonic::Status::not_found(message),
             Error::AlreadyExists { .. } => tonic::Status::already_exists(message),

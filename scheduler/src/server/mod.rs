@@ -10,13 +10,26 @@
 //! - [`writer`]: group-committed writes for binds, statuses and events.
 //! - [`events`]: the event recorder.
 //! - [`error`]: the server's error type and its mapping to gRPC statuses.
+//! - [`security`]: bearer tokens and roles, NodeRestriction, TLS.
+//! - [`node_lifecycle`]: heartbeat monitoring, and taints that follow node conditions.
+//! - [`taint_eviction`]: evicting pods from nodes with NoExecute taints they do not tolerate.
+//! - [`eviction`]: the Eviction API, which honours PodDisruptionBudgets.
+//! - [`quota`]: ResourceQuota admission for pods.
+//! - [`usage`]: agents' usage (`berth top`), events and logs (`berth logs`): the
+//!   `Telemetry` service.
 
 pub mod admission;
 pub mod agents;
 pub mod api;
 pub mod error;
 pub mod events;
+pub mod eviction;
+pub mod node_lifecycle;
+pub mod quota;
 pub mod scheduling;
+pub mod security;
+pub mod taint_eviction;
+pub mod usage;
 pub mod writer;
 
 use std::net::SocketAddr;
@@ -45,6 +58,47 @@ pub struct Args {
     /// Seed for breaking ties between equally good nodes (random when left out).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Static token file, one `TOKEN,NAME,ROLE` a line (ROLE: admin, viewer or node);
+    /// without it the API is open.
+    #[arg(long, env = "BERTH_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// PEM certificate chain to serve TLS with (with --tls-key).
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// How often the node lifecycle controller checks node health (`5s`, `500ms`).
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub node_monitor_period: std::time::Duration,
+    /// How long a node's agent may stay silent before the node goes Ready=Unknown and is
+    /// tainted unreachable.
+    #[arg(long, default_value = "50s", value_parser = humantime::parse_duration)]
+    pub node_monitor_grace_period: std::time::Duration,
+    /// Nodes per second that may get a not-ready or unreachable NoExecute taint (which
+    /// evicts their pods), so that a partition does not empty the cluster at once; 0 stops
+    /// such taints.
+    #[arg(long, default_value_t = 0.1, value_parser = parse_rate)]
+    pub node_eviction_rate: f64,
+    /// tolerationSeconds of the `node.kubernetes.io/not-ready:NoExecute` toleration added to
+    /// every pod that has none.
+    #[arg(long, default_value_t = admission::DEFAULT_TOLERATION_SECONDS)]
+    pub default_not_ready_toleration_seconds: i64,
+    /// tolerationSeconds of the `node.kubernetes.io/unreachable:NoExecute` toleration added
+    /// to every pod that has none.
+    #[arg(long, default_value_t = admission::DEFAULT_TOLERATION_SECONDS)]
+    pub default_unreachable_toleration_seconds: i64,
+}
+
+/// A rate: a finite number, zero or more.
+fn parse_rate(value: &str) -> Result<f64, String> {
+    let rate: f64 = value
+        .parse()
+        .map_err(|_| format!("{value:?} is not a number"))?;
+    if !rate.is_finite() || rate < 0.0 {
+        return Err(format!("{value:?} must be a finite number, zero or more"));
+    }
+    Ok(rate)
 }
 
 /// Why the server could not start or stopped with an error.
@@ -77,6 +131,9 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
+    /// The token file or the TLS files are unusable.
+    #[error("{0}")]
+    Security(#[from] security::SecurityError),
     /// Reflection could not be set up.
     #[error("setting up gRPC reflection: {0}")]
     Reflection(#[source] tonic_reflection::server::Error),
@@ -92,6 +149,12 @@ pub async fn run(
     shutdown: CancellationToken,
     ready: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
 ) -> Result<(), ServeError> {
+    let security = security::Settings::load(
+        args.token_file.as_deref(),
+        args.tls_cert.as_deref(),
+        args.tls_key.as_deref(),
+    )?;
+    let mut server = security.server_builder()?;
     let profiles = match &args.config {
         Some(path) => Profiles::from_file(path).map_err(|source| ServeError::Config {
             path: path.clone(),
@@ -124,13 +187,58 @@ pub async fn run(
         seed,
     );
     let loop_thread = scheduling.spawn(shutdown.clone());
+    let controllers_thread =
+        crate::controllers::ControllerManager::new(store.clone(), writer.clone())
+            .spawn(shutdown.clone());
+
+    admission::configure(admission::AdmissionConfig {
+        not_ready_toleration_seconds: args.default_not_ready_toleration_seconds,
+        unreachable_toleration_seconds: args.default_unreachable_toleration_seconds,
+    });
+    let node_health = Arc::new(node_lifecycle::NodeHealth::new());
+    let lifecycle = tokio::spawn(node_lifecycle::run(
+        node_lifecycle::NodeLifecycleController::new(
+            store.clone(),
+            node_health.clone(),
+            node_lifecycle::LifecycleConfig {
+                monitor_period: args.node_monitor_period,
+                grace_period: args.node_monitor_grace_period,
+                eviction_rate: args.node_eviction_rate,
+            },
+            events::EventRecorder::new(writer.clone(), node_lifecycle::COMPONENT),
+        ),
+        store.subscribe(),
+        shutdown.clone(),
+    ));
+    let taint_eviction = tokio::spawn(taint_eviction::run(
+        taint_eviction::TaintEvictionController::new(
+            store.clone(),
+            events::EventRecorder::new(writer.clone(), taint_eviction::COMPONENT),
+        ),
+        store.subscribe(),
+        shutdown.clone(),
+    ));
 
     let sessions = Arc::new(agents::Sessions::default());
+    // Agents' events are recorded as kubelet records its own.
+    let telemetry = Arc::new(usage::Telemetry::new(
+        store.clone(),
+        Some(events::EventRecorder::new(writer.clone(), "kubelet")),
+    ));
     let dispatcher = tokio::spawn(agents::dispatch(
         store.subscribe(),
         sessions.clone(),
         store.clone(),
     ));
+    // Agent sessions and watches are endless streams: end them when shutdown begins, or
+    // the graceful stop would wait for the clients to hang up.
+    tokio::spawn({
+        let (sessions, shutdown) = (sessions.clone(), shutdown.clone());
+        async move {
+            shutdown.cancelled().await;
+            sessions.close_all();
+        }
+    });
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter
@@ -165,16 +273,31 @@ pub async fn run(
         let _ = ready.send(addr);
     }
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let result = tonic::transport::Server::builder()
+    let result = server
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(pb::berth_server::BerthServer::new(api::ApiService::new(
-            store.clone(),
+        .add_service(
+            security.protect(
+                pb::berth_server::BerthServer::new(
+                    api::ApiService::new(store.clone()).with_shutdown(shutdown.clone()),
+                )
+                .max_decoding_message_size(api::MAX_REQUEST_BYTES),
+            ),
+        )
+        .add_service(
+            security.protect(
+                pb::agent_server::AgentServer::new(
+                    agents::AgentService::new(store.clone(), sessions.clone())
+                        .with_health(node_health)
+                        .with_telemetry(telemetry.clone()),
+                )
+                .max_decoding_message_size(api::MAX_REQUEST_BYTES),
+            ),
+        )
+        .add_service(security.protect(pb::telemetry_server::TelemetryServer::new(
+            usage::TelemetryService::new(store.clone(), telemetry, sessions),
         )))
-        .add_service(pb::agent_server::AgentServer::new(
-            agents::AgentService::new(store.clone(), sessions),
-        ))
         .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
         .await
         .map_err(ServeError::Transport);
@@ -183,6 +306,10 @@ pub async fn run(
     shutdown.cancel();
     dispatcher.abort();
     let _ = tokio::task::spawn_blocking(move || loop_thread.join()).await;
+    let _ = tokio::task::spawn_blocking(move || controllers_thread.join()).await;
+    // The controllers hold event recorders: they must end before the writer can.
+    let _ = lifecycle.await;
+    let _ = taint_eviction.await;
     drop(writer);
     let _ = writer_task.await;
     info!("berth-scheduler stopped");

@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use berth_proto::model::{Kind, Object, Pod, PodCondition, PodPhase, Time};
+use berth_proto::model::{
+    Kind, Object, Pod, PodCondition, PodDisruptionBudget, PodPhase, Time,
+};
 use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -16,7 +18,9 @@ use tracing::{debug, info, info_span, warn};
 use super::events::{pod_ref, EventRecorder, NORMAL, WARNING};
 use super::writer::{FailureNotice, Write, Writer};
 use crate::cycle::{Algorithm, ScheduleOptions, ScheduleResult};
-use crate::framework::{Nomination, PodInfo, Snapshot};
+use crate::controllers::disruption::disruption_budget;
+use crate::framework::{DisruptionBudget, Nomination, PodInfo, Snapshot};
+use crate::perf::histogram::LatencyHistogram;
 use crate::profile::Profiles;
 use crate::queue::{ClusterEvent, QueueConfig, QueuedPod, SchedulingQueue};
 
@@ -45,6 +49,8 @@ pub struct SchedulingLoop {
     snapshot: Snapshot,
     queue: SchedulingQueue,
     pods: HashMap<String, KnownPod>,
+    /// Duration of every scheduling attempt (cycle, assume and hand-off to the writer).
+    attempt_latency: Arc<LatencyHistogram>,
 }
 
 impl SchedulingLoop {
@@ -70,7 +76,14 @@ impl SchedulingLoop {
             snapshot: Snapshot::new(),
             queue: SchedulingQueue::new(QueueConfig::default()),
             pods: HashMap::new(),
+            attempt_latency: Arc::new(LatencyHistogram::new()),
         }
+    }
+
+    /// The histogram of scheduling-attempt durations, shared: benchmarks read (and reset)
+    /// it while the loop runs.
+    pub fn attempt_latency(&self) -> Arc<LatencyHistogram> {
+        self.attempt_latency.clone()
     }
 
     /// Runs the loop on a thread of its own until `shutdown` fires.
@@ -118,7 +131,17 @@ impl SchedulingLoop {
                 _ = tokio::time::sleep(sleep) => {}
             }
         }
-        info!("scheduling loop stopped");
+        let micros = |q| {
+            self.attempt_latency
+                .quantile(q)
+                .map_or(0, |d: Duration| d.as_micros() as u64)
+        };
+        info!(
+            attempts = self.attempt_latency.count(),
+            attempt_p50_us = micros(0.5),
+            attempt_p99_us = micros(0.99),
+            "scheduling loop stopped"
+        );
     }
 
     /// Rebuilds the snapshot and the queue from the store.
@@ -137,7 +160,34 @@ impl SchedulingLoop {
                 self.on_pod(Arc::new(pod), now);
             }
         }
+        let budgets = self
+            .store
+            .list(Kind::PodDisruptionBudget, None)?
+            .iter()
+            .filter_map(|o| match o {
+                Object::PodDisruptionBudget(pdb) => Some(disruption_budget(pdb)),
+                _ => None,
+            })
+            .collect();
+        self.snapshot.set_disruption_budgets(budgets);
         Ok(())
+    }
+
+    /// A PodDisruptionBudget changed: preemption reads its `disruptionsAllowed`, which the
+    /// disruption controller keeps current as pods come and go.
+    fn on_budget(&mut self, pdb: &PodDisruptionBudget, deleted: bool) {
+        let mut budgets: Vec<DisruptionBudget> = self
+            .snapshot
+            .disruption_budgets()
+            .iter()
+            .filter(|b| b.namespace != pdb.metadata.namespace || b.name != pdb.metadata.name)
+            .cloned()
+            .collect();
+        if !deleted {
+            budgets.push(disruption_budget(pdb));
+            budgets.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        }
+        self.snapshot.set_disruption_budgets(budgets);
     }
 
     fn drain_changes(&mut self) {
@@ -201,6 +251,9 @@ impl SchedulingLoop {
                 }
             }
             (Object::Pod(pod), _) => self.on_pod(Arc::new(pod.clone()), now),
+            (Object::PodDisruptionBudget(pdb), change_type) => {
+                self.on_budget(pdb, change_type == ChangeType::Deleted)
+            }
             _ => {}
         }
     }
@@ -269,8 +322,15 @@ impl SchedulingLoop {
         );
     }
 
-    /// One scheduling attempt.
+    /// One scheduling attempt, timed.
     fn schedule(&mut self, queued: QueuedPod) {
+        let started = Instant::now();
+        self.attempt(queued);
+        self.attempt_latency.record(started.elapsed());
+    }
+
+    /// One scheduling attempt: the cycle, then assume and bind, or the failure's handling.
+    fn attempt(&mut self, queued: QueuedPod) {
         let pod = queued.info.pod.clone();
         let key = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
         let _span = info_span!("schedule", pod = %key, attempt = queued.attempts + 1).entered();
@@ -411,6 +471,13 @@ impl SchedulingLoop {
             });
         }
         info!(node = %node, victims = ?names, "preempting");
+        // The victims left the snapshot above: for the queue that is an assigned pod's
+        // deletion (kube learns it from the informer), which may help pods waiting on
+        // resources, the preemptor itself included (it then waits out its back-off).
+        if !nomination.victims.is_empty() {
+            self.queue
+                .move_all_to_active_or_backoff(ClusterEvent::PodDeleted, Instant::now());
+        }
         self.events.record(
             pod_ref(pod),
             NORMAL,

@@ -1,0 +1,376 @@
+//! Node-side admission, as kubelet does it: a pod bound to this node (by the scheduler, or
+//! directly through `spec.nodeName`) must fit next to the pods already admitted, and the
+//! node must not be under a pressure that refuses it. A refused pod ends Failed with
+//! kubelet's reason (`OutOfcpu`, `OutOfmemory`, `OutOfpods`, `Evicted`) and message.
+
+use std::collections::BTreeSet;
+
+use berth_proto::model::{Container, Pod, RestartPolicy};
+use berth_proto::Quantity;
+
+use crate::eviction::Signal;
+
+/// What a node offers to pods: its allocatable cpu, memory and pod count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Allocatable {
+    /// CPU, in millicores.
+    pub cpu_millis: i64,
+    /// Memory, in bytes.
+    pub memory_bytes: i64,
+    /// Pods.
+    pub pods: i64,
+}
+
+/// The part of a pod's effective request that node admission and eviction look at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Requests {
+    /// CPU, in millicores.
+    pub cpu_millis: i64,
+    /// Memory, in bytes.
+    pub memory_bytes: i64,
+    /// Ephemeral storage, in bytes.
+    pub ephemeral_storage_bytes: i64,
+}
+
+impl Requests {
+    fn add(&mut self, other: Requests) {
+        self.cpu_millis += other.cpu_millis;
+        self.memory_bytes += other.memory_bytes;
+        self.ephemeral_storage_bytes += other.ephemeral_storage_bytes;
+    }
+
+    fn max_with(&mut self, other: Requests) {
+        self.cpu_millis = self.cpu_millis.max(other.cpu_millis);
+        self.memory_bytes = self.memory_bytes.max(other.memory_bytes);
+        self.ephemeral_storage_bytes = self
+            .ephemeral_storage_bytes
+            .max(other.ephemeral_storage_bytes);
+    }
+}
+
+/// A container's request for `resource`, its limit standing in when the request is left
+/// out (the API's defaulting); zero when neither is set.
+pub fn container_request(container: &Container, resource: &str) -> Quantity {
+    container
+        .resources
+        .requests
+        .get(resource)
+        .or_else(|| container.resources.limits.get(resource))
+        .copied()
+        .unwrap_or_default()
+}
+
+fn requests_of(container: &Container) -> Requests {
+    Requests {
+        cpu_millis: container_request(container, "cpu").millis(),
+        memory_bytes: container_request(container, "memory").value(),
+        ephemeral_storage_bytes: container_request(container, "ephemeral-storage").value(),
+    }
+}
+
+/// A pod's effective request as Kubernetes computes it: the app containers and the
+/// sidecars together, or what an init container needs beside the sidecars started before
+/// it if that is more, then pod-level resources for what they name, plus the overhead.
+pub fn pod_requests(pod: &Pod) -> Requests {
+    let spec = &pod.spec;
+    let mut total = Requests::default();
+    for c in &spec.containers {
+        total.add(requests_of(c));
+    }
+    let mut sidecars = Requests::default();
+    let mut init_peak = Requests::default();
+    for c in &spec.init_containers {
+        if c.restart_policy == Some(RestartPolicy::Always) {
+            sidecars.add(requests_of(c));
+            init_peak.max_with(sidecars);
+        } else {
+            let mut during = sidecars;
+            during.add(requests_of(c));
+            init_peak.max_with(during);
+        }
+    }
+    total.add(sidecars);
+    total.max_with(init_peak);
+    if let Some(pod_level) = &spec.resources {
+        let get = |name: &str| {
+            pod_level
+                .requests
+                .get(name)
+                .or_else(|| pod_level.limits.get(name))
+                .copied()
+        };
+        if let Some(cpu) = get("cpu") {
+            total.cpu_millis = cpu.millis();
+        }
+        if let Some(memory) = get("memory") {
+            total.memory_bytes = memory.value();
+        }
+    }
+    let overhead = |name: &str| spec.overhead.get(name).copied().unwrap_or_default();
+    total.add(Requests {
+        cpu_millis: overhead("cpu").millis(),
+        memory_bytes: overhead("memory").value(),
+        ephemeral_storage_bytes: overhead("ephemeral-storage").value(),
+    });
+    total
+}
+
+/// Whether a pod is BestEffort: no container (init containers included) requests or
+/// limits cpu or memory.
+pub fn is_best_effort(pod: &Pod) -> bool {
+    pod.spec
+        .containers
+        .iter()
+        .chain(&pod.spec.init_containers)
+        .all(|c| {
+            ["cpu", "memory"].iter().all(|r| {
+                !c.resources.requests.contains_key(*r) && !c.resources.limits.contains_key(*r)
+            })
+        })
+}
+
+/// Why a pod was refused: the status reason and message kubelet gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    /// `OutOfcpu`, `OutOfmemory`, `OutOfpods` or `Evicted`.
+    pub reason: String,
+    /// Kubelet's message, e.g. `Pod was rejected: Node didn't have enough resource: cpu,
+    /// requested: 3000, used: 2000, capacity: 4000`.
+    pub message: String,
+}
+
+fn out_of(resource: &str, requested: i64, used: i64, capacity: i64) -> Rejection {
+    Rejection {
+        reason: format!("OutOf{resource}"),
+        message: format!(
+            "Pod was rejected: Node didn't have enough resource: {resource}, requested: {requested}, used: {used}, capacity: {capacity}"
+        ),
+    }
+}
+
+/// Decides whether `pod` may run beside `admitted` (the active pods of this node), on a node
+/// offering `allocatable` and under the `pressure` it reports. As kubelet: under memory
+/// pressure only BestEffort pods are refused; under disk or pid pressure every pod is; then
+/// the pod count, cpu and memory must fit (cpu in millicores and memory in bytes in the
+/// message).
+pub fn admit(
+    pod: &Pod,
+    admitted: &[&Pod],
+    allocatable: Allocatable,
+    pressure: &BTreeSet<Signal>,
+) -> Result<(), Rejection> {
+    let refusing: Vec<&str> = pressure
+        .iter()
+        .filter(|s| **s != Signal::MemoryAvailable || is_best_effort(pod))
+        .map(|s| s.condition())
+        .collect();
+    if !refusing.is_empty() {
+        return Err(Rejection {
+            reason: "Evicted".to_string(),
+            message: format!(
+                "Pod was rejected: The node had condition: [{}]. ",
+                refusing.join(", ")
+            )
+            .trim_end()
+            .to_string(),
+        });
+    }
+    let used_pods = admitted.len() as i64;
+    if used_pods + 1 > allocatable.pods {
+        return Err(out_of("pods", 1, used_pods, allocatable.pods));
+    }
+    let want = pod_requests(pod);
+    let mut used = Requests::default();
+    for other in admitted {
+        used.add(pod_requests(other));
+    }
+    if want.cpu_millis > 0 && used.cpu_millis + want.cpu_millis > allocatable.cpu_millis {
+        return Err(out_of(
+            "cpu",
+            want.cpu_millis,
+            used.cpu_millis,
+            allocatable.cpu_millis,
+        ));
+    }
+    if want.memory_bytes > 0 && used.memory_bytes + want.memory_bytes > allocatable.memory_bytes {
+        return Err(out_of(
+            "memory",
+            want.memory_bytes,
+            used.memory_bytes,
+            allocatable.memory_bytes,
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_proto::model::{ObjectMeta, PodSpec, ResourceRequirements};
+
+    fn pod(name: &str, cpu: Option<&str>, memory: Option<&str>) -> Pod {
+        let mut resources = ResourceRequirements::default();
+        if let Some(cpu) = cpu {
+            resources
+                .requests
+                .insert("cpu".into(), Quantity::parse(cpu).unwrap());
+        }
+        if let Some(memory) = memory {
+            resources
+                .requests
+                .insert("memory".into(), Quantity::parse(memory).unwrap());
+        }
+        Pod {
+            metadata: ObjectMeta {
+                name: name.into(),
+                ..ObjectMeta::default()
+            },
+            spec: PodSpec {
+                containers: vec![Container {
+                    name: "main".into(),
+                    resources,
+                    ..Container::default()
+                }],
+                ..PodSpec::default()
+            },
+            ..Pod::default()
+        }
+    }
+
+    #[test]
+    fn out_of_resources_like_kubelet() {
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            admitted: Vec<Pod>,
+            pressure: Vec<Signal>,
+            want: Result<(), (&'static str, &'static str)>,
+        }
+        let node = Allocatable {
+            cpu_millis: 4000,
+            memory_bytes: 1 << 30,
+            pods: 3,
+        };
+        let cases = vec![
+            Case {
+                name: "fits",
+                pod: pod("p", Some("2"), Some("512Mi")),
+                admitted: vec![pod("a", Some("2"), Some("512Mi"))],
+                pressure: vec![],
+                want: Ok(()),
+            },
+            Case {
+                name: "cpu",
+                pod: pod("p", Some("3"), None),
+                admitted: vec![pod("a", Some("2"), None)],
+                pressure: vec![],
+                want: Err((
+                    "OutOfcpu",
+                    "Pod was rejected: Node didn't have enough resource: cpu, requested: 3000, used: 2000, capacity: 4000",
+                )),
+            },
+            Case {
+                name: "memory",
+                pod: pod("p", None, Some("768Mi")),
+                admitted: vec![pod("a", None, Some("512Mi"))],
+                pressure: vec![],
+                want: Err((
+                    "OutOfmemory",
+                    "Pod was rejected: Node didn't have enough resource: memory, requested: 805306368, used: 536870912, capacity: 1073741824",
+                )),
+            },
+            Case {
+                name: "pods, even with no requests",
+                pod: pod("p", None, None),
+                admitted: vec![pod("a", None, None), pod("b", None, None), pod("c", None, None)],
+                pressure: vec![],
+                want: Err((
+                    "OutOfpods",
+                    "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3",
+                )),
+            },
+            Case {
+                name: "an exact fit passes",
+                pod: pod("p", Some("1"), None),
+                admitted: vec![pod("a", Some("3"), None)],
+                pressure: vec![],
+                want: Ok(()),
+            },
+            Case {
+                name: "memory pressure refuses BestEffort",
+                pod: pod("p", None, None),
+                admitted: vec![],
+                pressure: vec![Signal::MemoryAvailable],
+                want: Err(("Evicted", "Pod was rejected: The node had condition: [MemoryPressure].")),
+            },
+            Case {
+                name: "memory pressure admits a pod with requests",
+                pod: pod("p", Some("100m"), None),
+                admitted: vec![],
+                pressure: vec![Signal::MemoryAvailable],
+                want: Ok(()),
+            },
+            Case {
+                name: "disk pressure refuses every pod",
+                pod: pod("p", Some("100m"), None),
+                admitted: vec![],
+                pressure: vec![Signal::NodeFsAvailable],
+                want: Err(("Evicted", "Pod was rejected: The node had condition: [DiskPressure].")),
+            },
+        ];
+        for case in cases {
+            let admitted: Vec<&Pod> = case.admitted.iter().collect();
+            let pressure: BTreeSet<Signal> = case.pressure.iter().copied().collect();
+            let got = admit(&case.pod, &admitted, node, &pressure);
+            let got = got.map_err(|r| (r.reason, r.message));
+            let want = case.want.map_err(|(r, m)| (r.to_string(), m.to_string()));
+            assert_eq!(got, want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn effective_requests() {
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            want_cpu: i64,
+        }
+        let mut with_init = pod("p", Some("500m"), None);
+        with_init.spec.init_containers = vec![pod("i", Some("2"), None).spec.containers[0].clone()];
+        let mut with_limit_only = pod("p", None, None);
+        with_limit_only.spec.containers[0]
+            .resources
+            .limits
+            .insert("cpu".into(), Quantity::parse("750m").unwrap());
+        let mut with_overhead = pod("p", Some("1"), None);
+        with_overhead
+            .spec
+            .overhead
+            .insert("cpu".into(), Quantity::parse("250m").unwrap());
+        let cases = vec![
+            Case {
+                name: "init container larger than the app",
+                pod: with_init,
+                want_cpu: 2000,
+            },
+            Case {
+                name: "limit stands in for the request",
+                pod: with_limit_only,
+                want_cpu: 750,
+            },
+            Case {
+                name: "overhead added",
+                pod: with_overhead,
+                want_cpu: 1250,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                pod_requests(&case.pod).cpu_millis,
+                case.want_cpu,
+                "{}",
+                case.name
+            );
+        }
+    }
+}

@@ -1,0 +1,899 @@
+//! The `process` runtime: each container's command, args and env run as a real child
+//! process, in a folder of its own per pod (`<root>/pods/<uid>/`), with stdout and stderr
+//! appended to `<pod folder>/<container>.log`.
+//!
+//! Each container has a supervisor task that starts it, waits for it, and restarts it as
+//! the pod's restartPolicy says (Always, OnFailure, Never), after kubelet's back-off: the
+//! base delay (10 s by default), doubling up to 5 minutes, and back to the base once a
+//! container ran for 10 minutes. Each container runs in a process group of its own, so that
+//! stopping it (SIGTERM, then SIGKILL after the grace period) reaches every process it
+//! started. Where cgroup v2 is writable, each pod also gets a cgroup with `memory.max` from
+//! its limits, so that the kernel OOM-kills a pod over its limit (reported `OOMKilled`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use berth_proto::model::{
+    Container, ContainerStatus, Pod, PodCondition, PodPhase, PodStatus, RestartPolicy, Time,
+};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use super::cgroup::{self, Cgroups};
+use super::{BoxFuture, PodReport, Runtime, StatusSender};
+use crate::error::{Error, Result};
+use crate::usage::{procfs, ContainerUsage, PodUsage};
+
+/// Container state names, as [`ContainerStatus::state`] holds them.
+pub const STATE_WAITING: &str = "waiting";
+/// A container that runs.
+pub const STATE_RUNNING: &str = "running";
+/// A container that exited.
+pub const STATE_TERMINATED: &str = "terminated";
+
+/// Reason of a container that exited with code 0.
+pub const REASON_COMPLETED: &str = "Completed";
+/// Reason of a container that exited with another code.
+pub const REASON_ERROR: &str = "Error";
+/// Reason of a container the kernel killed for going over its pod's memory limit.
+pub const REASON_OOM_KILLED: &str = "OOMKilled";
+/// Reason of a container waiting to be restarted.
+pub const REASON_CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
+/// Reason of a container whose process could not be started.
+pub const REASON_START_ERROR: &str = "StartError";
+/// Reason of a container not started yet.
+pub const REASON_CONTAINER_CREATING: &str = "ContainerCreating";
+
+/// Longest back-off between restarts (kubelet's).
+pub const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(300);
+/// A container that ran this long before exiting restarts after the base delay again.
+const BACKOFF_RESET_AFTER: Duration = Duration::from_secs(600);
+/// How long a process table read serves usage queries, so that a housekeeping round over
+/// many pods reads /proc once.
+const PROCESS_TABLE_TTL: Duration = Duration::from_millis(500);
+/// The exit code reported for a container whose process could not start.
+const START_ERROR_EXIT_CODE: i32 = 128;
+
+/// Settings of the process runtime.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessConfig {
+    /// Folder holding `pods/<uid>/` for every pod.
+    pub root_dir: PathBuf,
+    /// First delay before restarting a container (kubelet: 10 s); it doubles at each
+    /// restart up to [`MAX_RESTART_BACKOFF`].
+    pub restart_backoff: Duration,
+    /// The node's IP, reported as pods' `hostIP`.
+    pub host_ip: String,
+}
+
+/// The delay before the `restarts`-th restart (0 for the first): `base` doubled that many
+/// times, capped at `max`.
+pub fn restart_delay(base: Duration, max: Duration, restarts: u32) -> Duration {
+    let factor = 1u32.checked_shl(restarts.min(31)).unwrap_or(u32::MAX);
+    base.checked_mul(factor).unwrap_or(max).min(max)
+}
+
+/// Whether a container that exited with `exit_code` restarts under `policy`.
+pub fn should_restart(policy: RestartPolicy, exit_code: i32) -> bool {
+    match policy {
+        RestartPolicy::Always => true,
+        RestartPolicy::OnFailure => exit_code != 0,
+        RestartPolicy::Never => false,
+    }
+}
+
+/// The pod's phase from its containers: Running while any runs or waits to restart;
+/// Succeeded when all ended with code 0; Failed when all ended and one failed.
+pub fn pod_phase(containers: &[ContainerStatus]) -> PodPhase {
+    if containers.is_empty() || containers.iter().any(|c| c.state != STATE_TERMINATED) {
+        if containers
+            .iter()
+            .all(|c| c.state == STATE_WAITING && c.reason == REASON_CONTAINER_CREATING)
+        {
+            return PodPhase::Pending;
+        }
+        return PodPhase::Running;
+    }
+    if containers.iter().all(|c| c.exit_code == Some(0)) {
+        PodPhase::Succeeded
+    } else {
+        PodPhase::Failed
+    }
+}
+
+/// The machine's processes by pid, as read at one moment.
+type ProcessTable = Arc<HashMap<u32, procfs::ProcessInfo>>;
+/// The last CPU reading of a container process: (uid, container, pid) → (when, ticks).
+type CpuReadings = HashMap<(String, String, u32), (Instant, u64)>;
+
+/// A pod that runs (or ran) here.
+struct PodHandle {
+    namespace: String,
+    name: String,
+    dir: PathBuf,
+    cgroup: Option<PathBuf>,
+    status: Mutex<PodStatus>,
+    /// Process group (= pid of the container's first process) of each running container.
+    pids: Mutex<BTreeMap<String, u32>>,
+    stop: CancellationToken,
+    grace: Mutex<Duration>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl PodHandle {
+    fn report(&self, uid: &str) -> PodReport {
+        PodReport {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            uid: uid.to_string(),
+            status: self
+                .status
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        }
+    }
+
+    /// Changes one container's status, recomputes the pod's phase and conditions, and
+    /// returns the new status.
+    fn update(&self, container: &str, change: impl FnOnce(&mut ContainerStatus)) -> PodStatus {
+        let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = status
+            .container_statuses
+            .iter_mut()
+            .find(|c| c.name == container)
+        {
+            change(c);
+        }
+        status.phase = pod_phase(&status.container_statuses);
+        let all_ready = status.container_statuses.iter().all(|c| c.ready);
+        let now = Time::now();
+        for condition in &mut status.conditions {
+            if condition.type_ == "Ready" || condition.type_ == "ContainersReady" {
+                let want = if all_ready { "True" } else { "False" };
+                if condition.status != want {
+                    condition.status = want.to_string();
+                    condition.last_transition_time = Some(now);
+                }
+            }
+        }
+        status.clone()
+    }
+}
+
+/// Pods as real processes.
+pub struct ProcessRuntime {
+    config: ProcessConfig,
+    cgroups: Option<Cgroups>,
+    updates: StatusSender,
+    pods: Mutex<BTreeMap<String, Arc<PodHandle>>>,
+    process_table: Mutex<Option<(Instant, ProcessTable)>>,
+    /// Last CPU reading per (uid, container, pid), for rates.
+    last_cpu: Mutex<CpuReadings>,
+}
+
+impl ProcessRuntime {
+    /// A runtime keeping its pods under `config.root_dir`, sending status changes to
+    /// `updates`. Checks once whether per-pod cgroups are possible and says so.
+    pub fn try_new(config: ProcessConfig, updates: StatusSender) -> Result<Self> {
+        let pods_dir = config.root_dir.join("pods");
+        std::fs::create_dir_all(&pods_dir).map_err(|source| Error::CreateDir {
+            path: pods_dir.clone(),
+            source,
+        })?;
+        let cgroups = match Cgroups::detect() {
+            Ok(c) => {
+                info!(
+                    "cgroup v2 is writable: each pod gets a cgroup with memory.max from its limits"
+                );
+                Some(c)
+            }
+            Err(reason) => {
+                warn!(%reason, "cgroup v2 is not writable: memory limits are not enforced, and usage is measured per process tree");
+                None
+            }
+        };
+        Ok(ProcessRuntime {
+            config,
+            cgroups,
+            updates,
+            pods: Mutex::new(BTreeMap::new()),
+            process_table: Mutex::new(None),
+            last_cpu: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn pods(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<PodHandle>>> {
+        // Every update is a single insert or remove, so a poisoned map is consistent.
+        self.pods.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The folder of a pod.
+    pub fn pod_dir(&self, uid: &str) -> PathBuf {
+        self.config.root_dir.join("pods").join(uid)
+    }
+
+    fn table(&self) -> ProcessTable {
+        let mut cached = self.process_table.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, table)) = cached.as_ref() {
+            if at.elapsed() < PROCESS_TABLE_TTL {
+                return table.clone();
+            }
+        }
+        let table = Arc::new(procfs::process_table());
+        *cached = Some((Instant::now(), table.clone()));
+        table
+    }
+
+    fn initial_status(&self, pod: &Pod, now: Time) -> PodStatus {
+        PodStatus {
+            phase: PodPhase::Pending,
+            conditions: [
+                ("Initialized", "True"),
+                ("Ready", "False"),
+                ("ContainersReady", "False"),
+                ("PodScheduled", "True"),
+            ]
+            .iter()
+            .map(|(type_, status)| PodCondition {
+                type_: (*type_).to_string(),
+                status: (*status).to_string(),
+                last_transition_time: Some(now),
+                ..PodCondition::default()
+            })
+            .collect(),
+            start_time: Some(now),
+            host_ip: self.config.host_ip.clone(),
+            container_statuses: pod
+                .spec
+                .containers
+                .iter()
+                .map(|c| ContainerStatus {
+                    name: c.name.clone(),
+                    state: STATE_WAITING.to_string(),
+                    reason: REASON_CONTAINER_CREATING.to_string(),
+                    ..ContainerStatus::default()
+                })
+                .collect(),
+            ..PodStatus::default()
+        }
+    }
+}
+
+/// Everything a container supervisor needs.
+struct Supervisor {
+    uid: String,
+    pod: Arc<PodHandle>,
+    container: Container,
+    policy: RestartPolicy,
+    backoff_base: Duration,
+    updates: StatusSender,
+}
+
+impl Supervisor {
+    /// Reports the pod's current status.
+    fn send(&self) {
+        let _ = self.updates.send(self.pod.report(&self.uid));
+    }
+
+    /// Starts the container, waits for it, and restarts it per the pod's policy, until it
+    /// ends for good or the pod is stopped.
+    async fn run(self) {
+        let name = self.container.name.clone();
+        let mut restarts: u32 = 0;
+        loop {
+            let started = Instant::now();
+            let oom_before = self.pod.cgroup.as_deref().map_or(0, cgroup::oom_kills);
+            let (exit_code, stopped, start_error) = match self.spawn() {
+                Err(message) => {
+                    warn!(pod = %self.uid, container = %name, %message, "container failed to start");
+                    (START_ERROR_EXIT_CODE, false, true)
+                }
+                Ok(child) => {
+                    let (code, stopped) = self.wait(child).await;
+                    (code, stopped, false)
+                }
+            };
+            let oom = self
+                .pod
+                .cgroup
+                .as_deref()
+                .is_some_and(|g| cgroup::oom_kills(g) > oom_before);
+            let reason = if oom {
+                REASON_OOM_KILLED
+            } else if start_error {
+                REASON_START_ERROR
+            } else if exit_code == 0 {
+                REASON_COMPLETED
+            } else {
+                REASON_ERROR
+            };
+            let restart = !stopped && should_restart(self.policy, exit_code);
+            self.pod.update(&name, |c| {
+                c.ready = false;
+                c.exit_code = Some(exit_code);
+                c.reason = reason.to_string();
+                c.state = STATE_TERMINATED.to_string();
+                if restart {
+                    c.state = STATE_WAITING.to_string();
+                    c.reason = REASON_CRASH_LOOP_BACK_OFF.to_string();
+                }
+            });
+            info!(pod = %self.uid, container = %name, exit_code, reason, restart, "container exited");
+            self.send();
+            if !restart {
+                return;
+            }
+            if started.elapsed() >= BACKOFF_RESET_AFTER {
+                restarts = 0;
+            }
+            let delay = restart_delay(self.backoff_base, MAX_RESTART_BACKOFF, restarts);
+            debug!(pod = %self.uid, container = %name, delay = ?delay, "back-off before restarting");
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = self.pod.stop.cancelled() => {
+                    self.pod.update(&name, |c| {
+                        c.state = STATE_TERMINATED.to_string();
+                        c.reason = reason.to_string();
+                    });
+                    self.send();
+                    return;
+                }
+            }
+            restarts = restarts.saturating_add(1);
+            self.pod.update(&name, |c| c.restart_count += 1);
+        }
+    }
+
+    /// Starts the container's process in its own process group, in the pod's folder, with
+    /// only the container's environment, writing to its log.
+    fn spawn(&self) -> std::result::Result<tokio::process::Child, String> {
+        let c = &self.container;
+        let mut argv = c.command.iter().chain(&c.args);
+        let program = argv
+            .next()
+            .ok_or_else(|| format!("container {:?} has no command", c.name))?;
+        let log_path = self.pod.dir.join(format!("{}.log", c.name));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| format!("opening {}: {e}", log_path.display()))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| format!("opening {}: {e}", log_path.display()))?;
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(argv)
+            .env_clear()
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+            )
+            .env("HOME", &self.pod.dir)
+            .env("HOSTNAME", &self.pod.name)
+            .envs(c.env.iter().map(|e| (e.name.as_str(), e.value.as_str())))
+            .current_dir(&self.pod.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log_err))
+            .process_group(0)
+            .kill_on_drop(true);
+        let child = command
+            .spawn()
+            .map_err(|e| format!("starting {program:?}: {e}"))?;
+        let pid = child.id().unwrap_or(0);
+        if let Some(group) = &self.pod.cgroup {
+            if let Err(e) = cgroup::add_process(group, pid) {
+                warn!(pod = %self.uid, container = %c.name, error = %e, "cannot move the container into its pod cgroup");
+            }
+        }
+        self.pod
+            .pids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(c.name.clone(), pid);
+        self.pod.update(&c.name, |s| {
+            s.state = STATE_RUNNING.to_string();
+            s.reason.clear();
+            s.ready = true;
+        });
+        info!(pod = %self.uid, container = %c.name, pid, "container started");
+        self.send();
+        Ok(child)
+    }
+
+    /// Waits for the container to exit or for the pod to stop (then SIGTERM, and SIGKILL
+    /// after the grace period). Returns the exit code (128 + signal for a signal) and
+    /// whether the pod was stopped.
+    async fn wait(&self, mut child: tokio::process::Child) -> (i32, bool) {
+        let pgid = child.id().unwrap_or(0);
+        let mut stopped = false;
+        let status = tokio::select! {
+            status = child.wait() => status,
+            () = self.pod.stop.cancelled() => {
+                stopped = true;
+                let grace = *self.pod.grace.lock().unwrap_or_else(|p| p.into_inner());
+                signal_group(pgid, libc::SIGTERM);
+                match tokio::time::timeout(grace, child.wait()).await {
+                    Ok(status) => status,
+                    Err(_) => {
+                        debug!(pod = %self.uid, container = %self.container.name, "grace period over; killing");
+                        signal_group(pgid, libc::SIGKILL);
+                        child.wait().await
+                    }
+                }
+            }
+        };
+        // Whatever the first process left behind in its group goes with it.
+        signal_group(pgid, libc::SIGKILL);
+        self.pod
+            .pids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.container.name);
+        let code = match status {
+            Ok(s) => {
+                use std::os::unix::process::ExitStatusExt;
+                s.code().or(s.signal().map(|sig| 128 + sig)).unwrap_or(-1)
+            }
+            Err(e) => {
+                warn!(pod = %self.uid, error = %e, "cannot wait for the container");
+                -1
+            }
+        };
+        (code, stopped)
+    }
+}
+
+/// Sends `signal` to every process of the group `pgid`; a group that is gone is fine.
+fn signal_group(pgid: u32, signal: libc::c_int) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    if pgid <= 1 {
+        return; // never signal init or every process
+    }
+    // SAFETY: kill has no memory-safety preconditions; a negative pid names a group.
+    unsafe {
+        libc::kill(-pgid, signal);
+    }
+}
+
+impl Runtime for ProcessRuntime {
+    fn name(&self) -> &'static str {
+        "process"
+    }
+
+    fn start<'a>(&'a self, pod: &'a Pod) -> BoxFuture<'a, Result<PodStatus>> {
+        Box::pin(async move {
+            let uid = pod.metadata.uid.clone();
+            if let Some(existing) = self.pods().get(&uid) {
+                return Ok(existing.report(&uid).status);
+            }
+            if let Some(bad) = pod.spec.containers.iter().find(|c| {
+                c.name.is_empty() || c.name.contains(['/', '\0']) || c.name.starts_with('.')
+            }) {
+                return Err(Error::InvalidContainerName {
+                    name: bad.name.clone(),
+                });
+            }
+            let dir = self.pod_dir(&uid);
+            std::fs::create_dir_all(&dir).map_err(|source| Error::CreateDir {
+                path: dir.clone(),
+                source,
+            })?;
+            let cgroup = self.cgroups.as_ref().and_then(|c| match c.create_pod(pod) {
+                Ok(group) => Some(group),
+                Err(e) => {
+                    warn!(pod = %uid, error = %e, "cannot create the pod cgroup; running without it");
+                    None
+                }
+            });
+            let status = self.initial_status(pod, Time::now());
+            let handle = Arc::new(PodHandle {
+                namespace: pod.metadata.namespace.clone(),
+                name: pod.metadata.name.clone(),
+                dir,
+                cgroup,
+                status: Mutex::new(status),
+                pids: Mutex::new(BTreeMap::new()),
+                stop: CancellationToken::new(),
+                grace: Mutex::new(Duration::from_secs(30)),
+                tasks: Mutex::new(Vec::new()),
+            });
+            self.pods().insert(uid.clone(), handle.clone());
+            let policy = pod.spec.restart_policy.unwrap_or(RestartPolicy::Always);
+            let mut tasks = Vec::new();
+            for container in &pod.spec.containers {
+                let supervisor = Supervisor {
+                    uid: uid.clone(),
+                    pod: handle.clone(),
+                    container: container.clone(),
+                    policy,
+                    backoff_base: self.config.restart_backoff,
+                    updates: self.updates.clone(),
+                };
+                // The first start happens here, so that the status returned shows it.
+                tasks.push(tokio::spawn(supervisor.run()));
+            }
+            *handle.tasks.lock().unwrap_or_else(|p| p.into_inner()) = tasks;
+            // Let the supervisors spawn their processes before reporting.
+            tokio::task::yield_now().await;
+            Ok(handle.report(&uid).status)
+        })
+    }
+
+    fn stop<'a>(
+        &'a self,
+        uid: &'a str,
+        grace: Duration,
+    ) -> BoxFuture<'a, Result<Option<PodStatus>>> {
+        Box::pin(async move {
+            let Some(handle) = self.pods().remove(uid) else {
+                return Ok(None);
+            };
+            *handle.grace.lock().unwrap_or_else(|p| p.into_inner()) = grace;
+            handle.stop.cancel();
+            let tasks =
+                std::mem::take(&mut *handle.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+            for task in tasks {
+                let _ = task.await;
+            }
+            if let Some(group) = &handle.cgroup {
+                cgroup::remove(group);
+            }
+            self.last_cpu
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|(u, _, _), _| u != uid);
+            let mut status = handle.report(uid).status;
+            if !status.phase.is_terminal() {
+                status.phase = pod_phase(&status.container_statuses);
+                if !status.phase.is_terminal() {
+                    status.phase = PodPhase::Failed;
+                }
+            }
+            Ok(Some(status))
+        })
+    }
+
+    fn running(&self) -> Vec<String> {
+        self.pods().keys().cloned().collect()
+    }
+
+    fn report(&self, uid: &str) -> Option<PodReport> {
+        self.pods().get(uid).map(|h| h.report(uid))
+    }
+
+    fn usage(&self, uid: &str) -> Option<PodUsage> {
+        let handle = self.pods().get(uid)?.clone();
+        let table = self.table();
+        let pids = handle
+            .pids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let names: Vec<String> = handle
+            .status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .container_statuses
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        let now = Instant::now();
+        let mut last_cpu = self.last_cpu.lock().unwrap_or_else(|p| p.into_inner());
+        let mut usage = PodUsage {
+            namespace: handle.namespace.clone(),
+            name: handle.name.clone(),
+            uid: uid.to_string(),
+            disk_bytes: procfs::dir_size(&handle.dir),
+            ..PodUsage::default()
+        };
+        for name in names {
+            let mut c = ContainerUsage {
+                name: name.clone(),
+                disk_bytes: std::fs::metadata(handle.dir.join(format!("{name}.log")))
+                    .map_or(0, |m| m.len() as i64),
+                ..ContainerUsage::default()
+            };
+            if let Some(pid) = pids.get(&name) {
+                let (rss, ticks, count) = procfs::tree_usage(&table, *pid);
+                c.memory_bytes = rss;
+                usage.pids += count;
+                let key = (uid.to_string(), name.clone(), *pid);
+                if let Some((then, before)) = last_cpu.get(&key) {
+                    c.cpu_millis = procfs::millicores(ticks.saturating_sub(*before), now - *then);
+                }
+                last_cpu.insert(key, (now, ticks));
+            }
+            usage.cpu_millis += c.cpu_millis;
+            usage.memory_bytes += c.memory_bytes;
+            usage.containers.push(c);
+        }
+        if let Some(ws) = handle.cgroup.as_deref().and_then(cgroup::working_set) {
+            usage.memory_bytes = ws;
+        }
+        Some(usage)
+    }
+
+    fn log_path(&self, uid: &str, container: &str) -> Option<PathBuf> {
+        if container.contains(['/', '\0']) || container.starts_with('.') {
+            return None;
+        }
+        let path = self.pod_dir(uid).join(format!("{container}.log"));
+        Path::new(&path).exists().then_some(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_proto::model::ObjectMeta;
+    use berth_proto::model::PodSpec;
+    use tokio::sync::mpsc;
+
+    #[test]
+    fn back_off_doubles_to_five_minutes() {
+        struct Case {
+            name: &'static str,
+            base: Duration,
+            restarts: Vec<u32>,
+            want_secs: Vec<u64>,
+        }
+        let cases = [
+            Case {
+                name: "kubelet's 10s base",
+                base: Duration::from_secs(10),
+                restarts: vec![0, 1, 2, 3, 4, 5, 6, 40],
+                want_secs: vec![10, 20, 40, 80, 160, 300, 300, 300],
+            },
+            Case {
+                name: "a short base for tests",
+                base: Duration::from_millis(500),
+                restarts: vec![0, 1, 2],
+                want_secs: vec![0, 1, 2],
+            },
+        ];
+        for case in cases {
+            let got: Vec<u64> = case
+                .restarts
+                .iter()
+                .map(|r| restart_delay(case.base, MAX_RESTART_BACKOFF, *r).as_secs())
+                .collect();
+            assert_eq!(got, case.want_secs, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn restart_policy_and_phase() {
+        struct Case {
+            name: &'static str,
+            policy: RestartPolicy,
+            exit_code: i32,
+            want_restart: bool,
+        }
+        let cases = [
+            Case {
+                name: "always after success",
+                policy: RestartPolicy::Always,
+                exit_code: 0,
+                want_restart: true,
+            },
+            Case {
+                name: "always after failure",
+                policy: RestartPolicy::Always,
+                exit_code: 1,
+                want_restart: true,
+            },
+            Case {
+                name: "on failure after success",
+                policy: RestartPolicy::OnFailure,
+                exit_code: 0,
+                want_restart: false,
+            },
+            Case {
+                name: "on failure after failure",
+                policy: RestartPolicy::OnFailure,
+                exit_code: 2,
+                want_restart: true,
+            },
+            Case {
+                name: "never",
+                policy: RestartPolicy::Never,
+                exit_code: 1,
+                want_restart: false,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                should_restart(case.policy, case.exit_code),
+                case.want_restart,
+                "{}",
+                case.name
+            );
+        }
+        let c = |state: &str, reason: &str, exit_code: Option<i32>| ContainerStatus {
+            state: state.into(),
+            reason: reason.into(),
+            exit_code,
+            ..ContainerStatus::default()
+        };
+        struct PhaseCase {
+            name: &'static str,
+            containers: Vec<ContainerStatus>,
+            want: PodPhase,
+        }
+        let phases = vec![
+            PhaseCase {
+                name: "creating",
+                containers: vec![c(STATE_WAITING, REASON_CONTAINER_CREATING, None)],
+                want: PodPhase::Pending,
+            },
+            PhaseCase {
+                name: "one runs",
+                containers: vec![
+                    c(STATE_RUNNING, "", None),
+                    c(STATE_TERMINATED, REASON_COMPLETED, Some(0)),
+                ],
+                want: PodPhase::Running,
+            },
+            PhaseCase {
+                name: "back-off",
+                containers: vec![c(STATE_WAITING, REASON_CRASH_LOOP_BACK_OFF, Some(1))],
+                want: PodPhase::Running,
+            },
+            PhaseCase {
+                name: "all completed",
+                containers: vec![
+                    c(STATE_TERMINATED, REASON_COMPLETED, Some(0)),
+                    c(STATE_TERMINATED, REASON_COMPLETED, Some(0)),
+                ],
+                want: PodPhase::Succeeded,
+            },
+            PhaseCase {
+                name: "one failed",
+                containers: vec![
+                    c(STATE_TERMINATED, REASON_COMPLETED, Some(0)),
+                    c(STATE_TERMINATED, REASON_ERROR, Some(1)),
+                ],
+                want: PodPhase::Failed,
+            },
+        ];
+        for case in phases {
+            assert_eq!(pod_phase(&case.containers), case.want, "{}", case.name);
+        }
+    }
+
+    fn shell_pod(uid: &str, script: &str, policy: RestartPolicy) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                namespace: "default".into(),
+                name: format!("pod-{uid}"),
+                uid: uid.into(),
+                ..ObjectMeta::default()
+            },
+            spec: PodSpec {
+                restart_policy: Some(policy),
+                containers: vec![Container {
+                    name: "main".into(),
+                    command: vec!["sh".into(), "-c".into(), script.into()],
+                    env: vec![berth_proto::model::EnvVar {
+                        name: "GREETING".into(),
+                        value: "hello".into(),
+                        ..Default::default()
+                    }],
+                    ..Container::default()
+                }],
+                ..PodSpec::default()
+            },
+            ..Pod::default()
+        }
+    }
+
+    /// Waits for a status update that satisfies `want`.
+    async fn until(
+        updates: &mut mpsc::UnboundedReceiver<PodReport>,
+        what: &str,
+        want: impl Fn(&PodStatus) -> bool,
+    ) -> PodStatus {
+        tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                let report = updates.recv().await.expect("updates open");
+                if want(&report.status) {
+                    return report.status;
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+    }
+
+    #[tokio::test]
+    async fn runs_logs_restarts_and_stops_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, mut updates) = mpsc::unbounded_channel();
+        let runtime = ProcessRuntime::try_new(
+            ProcessConfig {
+                root_dir: dir.path().to_path_buf(),
+                restart_backoff: Duration::from_millis(50),
+                host_ip: "10.0.0.1".into(),
+            },
+            tx,
+        )
+        .unwrap();
+
+        // Runs to completion, with its environment, writing its log.
+        runtime
+            .start(&shell_pod("done", "echo $GREETING", RestartPolicy::Never))
+            .await
+            .unwrap();
+        let status = until(&mut updates, "Succeeded", |s| {
+            s.phase == PodPhase::Succeeded
+        })
+        .await;
+        assert_eq!(status.container_statuses[0].reason, REASON_COMPLETED);
+        let log = runtime.log_path("done", "main").expect("a log file");
+        assert_eq!(std::fs::read_to_string(log).unwrap(), "hello\n");
+
+        // OnFailure restarts a failing container, counting restarts.
+        runtime
+            .start(&shell_pod(
+                "fails",
+                "echo try; exit 3",
+                RestartPolicy::OnFailure,
+            ))
+            .await
+            .unwrap();
+        let status = until(&mut updates, "two restarts", |s| {
+            s.container_statuses
+                .first()
+                .is_some_and(|c| c.restart_count >= 2)
+        })
+        .await;
+        assert_eq!(status.phase, PodPhase::Running);
+        assert_eq!(status.container_statuses[0].exit_code, Some(3));
+        runtime.stop("fails", Duration::from_secs(1)).await.unwrap();
+
+        // Stop sends SIGTERM first: the trap runs.
+        runtime
+            .start(&shell_pod(
+                "term",
+                "trap 'echo terminating; exit 0' TERM; echo up; while true; do sleep 0.05; done",
+                RestartPolicy::Always,
+            ))
+            .await
+            .unwrap();
+        until(&mut updates, "running", |s| s.phase == PodPhase::Running).await;
+        let log = runtime.log_path("term", "main").expect("a log file");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(&log).unwrap().contains("up") && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let usage = runtime.usage("term").expect("usage of a running pod");
+        assert!(usage.pids >= 1, "the shell runs: {usage:?}");
+        assert!(usage.memory_bytes > 0, "the shell has memory: {usage:?}");
+        let status = runtime
+            .stop("term", Duration::from_secs(10))
+            .await
+            .unwrap()
+            .expect("the pod ran");
+        assert_eq!(status.container_statuses[0].state, STATE_TERMINATED);
+        assert!(std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("terminating"));
+        assert!(runtime.running().iter().all(|u| u != "term"));
+
+        // A missing program is a start error, and the pod fails under Never.
+        let mut missing = shell_pod("missing", "", RestartPolicy::Never);
+        missing.spec.containers[0].command = vec!["/nonexistent/berth-test".into()];
+        runtime.start(&missing).await.unwrap();
+        let status = until(&mut updates, "failed", |s| s.phase == PodPhase::Failed).await;
+        assert_eq!(status.container_statuses[0].reason, REASON_START_ERROR);
+    }
+}

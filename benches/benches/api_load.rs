@@ -1,0 +1,395 @@
+//! Load benchmark of the scheduler's API (issue 6): 200 concurrent API clients (gets,
+//! label-selected lists and applies) while 1,000 simulated nodes keep sessions open,
+//! heartbeat every second and report the pods they are given as Running, for 60 s.
+//! Reports p50/p99 latency per call and checks that no call failed and no acknowledged
+//! write was lost. A benchmark, not a test: `cargo bench -p berth-benches --bench api_load`.
+//! `BERTH_LOAD_SECONDS`, `BERTH_LOAD_CLIENTS` and `BERTH_LOAD_NODES` shrink or grow a run.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use berth_proto::pb;
+use berth_proto::pb::agent_client::AgentClient;
+use berth_proto::pb::berth_client::BerthClient;
+use clap::Parser;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::{Channel, Endpoint};
+
+fn setting(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Latencies of one kind of call, and its failures.
+#[derive(Default)]
+struct Samples {
+    latencies: Vec<Duration>,
+    errors: u64,
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn pod(namespace: &str, name: &str, client: usize) -> pb::Object {
+    let mut requests = std::collections::HashMap::new();
+    requests.insert("cpu".to_string(), "10m".to_string());
+    requests.insert("memory".to_string(), "16Mi".to_string());
+    let mut labels = std::collections::HashMap::new();
+    labels.insert("client".to_string(), format!("c{client}"));
+    labels.insert("app".to_string(), "load".to_string());
+    pb::Object {
+        kind: Some(pb::object::Kind::Pod(pb::Pod {
+            metadata: Some(pb::ObjectMeta {
+                name: name.to_string(),
+                namespace: namespace.to_string(),
+                labels,
+                ..Default::default()
+            }),
+            spec: Some(pb::PodSpec {
+                containers: vec![pb::Container {
+                    name: "main".into(),
+                    image: "busybox".into(),
+                    resources: Some(pb::ResourceRequirements {
+                        requests,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        })),
+    }
+}
+
+fn node(name: &str) -> pb::Node {
+    let mut capacity = std::collections::HashMap::new();
+    capacity.insert("cpu".to_string(), "4".to_string());
+    capacity.insert("memory".to_string(), "8Gi".to_string());
+    capacity.insert("pods".to_string(), "110".to_string());
+    let mut labels = std::collections::HashMap::new();
+    labels.insert("kubernetes.io/hostname".to_string(), name.to_string());
+    pb::Node {
+        metadata: Some(pb::ObjectMeta {
+            name: name.to_string(),
+            labels,
+            ..Default::default()
+        }),
+        spec: Some(pb::NodeSpec::default()),
+        status: Some(pb::NodeStatus {
+            allocatable: capacity.clone(),
+            capacity,
+            ..Default::default()
+        }),
+    }
+}
+
+fn ready() -> pb::NodeCondition {
+    pb::NodeCondition {
+        r#type: "Ready".into(),
+        status: "True".into(),
+        reason: "KubeletReady".into(),
+        message: "simulated node".into(),
+        ..Default::default()
+    }
+}
+
+/// One simulated node: registers, opens its session, heartbeats every second and reports
+/// every pod it is given as Running, until `stop`.
+async fn simulated_node(
+    channel: Channel,
+    name: String,
+    stop: CancellationToken,
+    heartbeats: Arc<AtomicU64>,
+    failures: Arc<AtomicU64>,
+) {
+    let mut client = AgentClient::new(channel);
+    if client
+        .register(pb::RegisterRequest {
+            node: Some(node(&name)),
+        })
+        .await
+        .is_err()
+    {
+        failures.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let (tx, rx) = mpsc::channel(64);
+    let hello = pb::AgentMessage {
+        msg: Some(pb::agent_message::Msg::Hello(pb::Hello {
+            node_name: name.clone(),
+            running_pod_uids: vec![],
+        })),
+    };
+    tx.send(hello).await.expect("the queue is empty");
+    let mut inbound = match client.session(ReceiverStream::new(rx)).await {
+        Ok(r) => r.into_inner(),
+        Err(_) => {
+            failures.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    };
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {
+                let beat = pb::AgentMessage {
+                    msg: Some(pb::agent_message::Msg::Heartbeat(pb::Heartbeat {
+                        node_name: name.clone(),
+                        conditions: vec![ready()],
+                    })),
+                };
+                if tx.send(beat).await.is_err() {
+                    failures.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                heartbeats.fetch_add(1, Ordering::Relaxed);
+            }
+            message = inbound.message() => match message {
+                Ok(Some(pb::SchedulerMessage { msg: Some(pb::scheduler_message::Msg::StartPod(start)) })) => {
+                    let meta = start.pod.and_then(|p| p.metadata).unwrap_or_default();
+                    let status = pb::AgentMessage {
+                        msg: Some(pb::agent_message::Msg::PodStatus(pb::PodStatusUpdate {
+                            namespace: meta.namespace,
+                            name: meta.name,
+                            uid: meta.uid,
+                            status: Some(pb::PodStatus { phase: "Running".into(), ..Default::default() }),
+                        })),
+                    };
+                    let _ = tx.send(status).await;
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => {
+                    if !stop.is_cancelled() {
+                        failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return;
+                }
+            },
+        }
+    }
+}
+
+/// One API client: until the deadline, in turn applies a pod of its own, gets one of its
+/// pods and lists its pods by label.
+async fn api_client(
+    channel: Channel,
+    id: usize,
+    deadline: Instant,
+    samples: Arc<Mutex<BTreeMap<&'static str, Samples>>>,
+    acked: Arc<Mutex<HashSet<String>>>,
+) {
+    let mut client = BerthClient::new(channel).max_decoding_message_size(64 * 1024 * 1024);
+    let namespace = "default";
+    let mut mine: Vec<String> = Vec::new();
+    let mut local: BTreeMap<&'static str, Samples> = BTreeMap::new();
+    let mut n = 0usize;
+    while Instant::now() < deadline {
+        let op = match n % 5 {
+            0 => "apply",
+            1 | 3 => "get",
+            _ => "list",
+        };
+        let started = Instant::now();
+        let ok = match op {
+            "apply" => {
+                let name = format!("c{id}-p{n}");
+                let result = client
+                    .apply(pb::ApplyRequest {
+                        objects: vec![pod(namespace, &name, id)],
+                        dry_run: false,
+                    })
+                    .await;
+                if result.is_ok() {
+                    mine.push(name);
+                }
+                result.is_ok()
+            }
+            "get" => match mine.last() {
+                Some(name) => client
+                    .get(pb::GetRequest {
+                        kind: pb::Kind::Pod as i32,
+                        namespace: namespace.into(),
+                        name: name.clone(),
+                    })
+                    .await
+                    .is_ok(),
+                None => true,
+            },
+            _ => client
+                .list(pb::ListRequest {
+                    kind: pb::Kind::Pod as i32,
+                    namespace: namespace.into(),
+                    label_selector: format!("client=c{id}"),
+                    ..Default::default()
+                })
+                .await
+                .is_ok(),
+        };
+        let entry = local.entry(op).or_default();
+        entry.latencies.push(started.elapsed());
+        if !ok {
+            entry.errors += 1;
+        }
+        n += 1;
+    }
+    acked.lock().unwrap().extend(mine);
+    let mut all = samples.lock().unwrap();
+    for (op, s) in local {
+        let e = all.entry(op).or_default();
+        e.latencies.extend(s.latencies);
+        e.errors += s.errors;
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
+    let seconds = setting("BERTH_LOAD_SECONDS", 60);
+    let clients = setting("BERTH_LOAD_CLIENTS", 200) as usize;
+    let nodes = setting("BERTH_LOAD_NODES", 1000) as usize;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    rt.block_on(async move {
+        let dir = tempfile::tempdir().expect("temporary store");
+        let command = berth_scheduler::server::cli::Command::parse_from([
+            "berth-scheduler".to_string(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--data-dir".into(),
+            dir.path().join("store").display().to_string(),
+            "--seed".into(),
+            "1".into(),
+        ]);
+        let shutdown = CancellationToken::new();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let server = tokio::spawn(berth_scheduler::server::run(
+            command.args,
+            shutdown.clone(),
+            Some(ready_tx),
+        ));
+        let addr = ready_rx.await.expect("the scheduler listens");
+        let endpoint = Endpoint::from_shared(format!("http://{addr}")).expect("address");
+        // A few connections shared by everyone, as a client library would pool them.
+        let mut channels = Vec::new();
+        for _ in 0..8 {
+            channels.push(endpoint.connect().await.expect("connecting"));
+        }
+
+        println!("api_load: {nodes} simulated nodes, {clients} API clients, {seconds} s");
+        let stop = CancellationToken::new();
+        let heartbeats = Arc::new(AtomicU64::new(0));
+        let node_failures = Arc::new(AtomicU64::new(0));
+        let mut node_tasks = Vec::new();
+        for i in 0..nodes {
+            node_tasks.push(tokio::spawn(simulated_node(
+                channels[i % channels.len()].clone(),
+                format!("sim-{i:04}"),
+                stop.clone(),
+                heartbeats.clone(),
+                node_failures.clone(),
+            )));
+        }
+
+        let samples: Arc<Mutex<BTreeMap<&'static str, Samples>>> = Arc::default();
+        let acked: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(seconds);
+        let mut client_tasks = Vec::new();
+        for id in 0..clients {
+            client_tasks.push(tokio::spawn(api_client(
+                channels[id % channels.len()].clone(),
+                id,
+                deadline,
+                samples.clone(),
+                acked.clone(),
+            )));
+        }
+        for t in client_tasks {
+            t.await.expect("client task");
+        }
+        let elapsed = started.elapsed();
+        stop.cancel();
+        for t in node_tasks {
+            let _ = t.await;
+        }
+
+        // No acknowledged write lost: every applied pod is stored.
+        let mut client = BerthClient::new(channels[0].clone()).max_decoding_message_size(512 * 1024 * 1024);
+        let stored: HashSet<String> = client
+            .list(pb::ListRequest {
+                kind: pb::Kind::Pod as i32,
+                ..Default::default()
+            })
+            .await
+            .expect("listing every pod")
+            .into_inner()
+            .objects
+            .into_iter()
+            .filter_map(|o| match o.kind {
+                Some(pb::object::Kind::Pod(p)) => p.metadata.map(|m| m.name),
+                _ => None,
+            })
+            .collect();
+        let acked = acked.lock().unwrap().clone();
+        let lost = acked.difference(&stored).count();
+
+        let samples = std::mem::take(&mut *samples.lock().unwrap());
+        let mut total_calls = 0usize;
+        let mut total_errors = 0u64;
+        let mut all = Vec::new();
+        println!("{:<8} {:>9} {:>7} {:>10} {:>10} {:>10}", "call", "count", "errors", "p50", "p99", "max");
+        for (op, mut s) in samples {
+            s.latencies.sort();
+            println!(
+                "{:<8} {:>9} {:>7} {:>10.2?} {:>10.2?} {:>10.2?}",
+                op,
+                s.latencies.len(),
+                s.errors,
+                percentile(&s.latencies, 0.50),
+                percentile(&s.latencies, 0.99),
+                s.latencies.last().copied().unwrap_or_default()
+            );
+            total_calls += s.latencies.len();
+            total_errors += s.errors;
+            all.extend(s.latencies);
+        }
+        all.sort();
+        println!(
+            "{:<8} {:>9} {:>7} {:>10.2?} {:>10.2?} {:>10.2?}",
+            "all",
+            total_calls,
+            total_errors,
+            percentile(&all, 0.50),
+            percentile(&all, 0.99),
+            all.last().copied().unwrap_or_default()
+        );
+        println!(
+            "throughput {:.0} calls/s; heartbeats {} ({:.0}/s); node session failures {}; pods acknowledged {}, lost {}",
+            total_calls as f64 / elapsed.as_secs_f64(),
+            heartbeats.load(Ordering::Relaxed),
+            heartbeats.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64(),
+            node_failures.load(Ordering::Relaxed),
+            acked.len(),
+            lost
+        );
+        shutdown.cancel();
+        let _ = server.await;
+        assert_eq!(total_errors, 0, "API calls failed under load");
+        assert_eq!(lost, 0, "acknowledged writes were lost");
+        assert_eq!(node_failures.load(Ordering::Relaxed), 0, "node sessions failed under load");
+    });
+}

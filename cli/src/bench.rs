@@ -1,0 +1,670 @@
+//! `berth bench WORKLOAD`: kube-scheduler's scheduler_perf workloads, measured. In process
+//! (the default) it drives the server's own scheduling loop over a real store in this
+//! process; with `--e2e` it starts `berth scheduler` as a child process, registers the nodes
+//! through simulated agents that hold real session streams and acknowledge every pod they are
+//! sent with a Running status, applies the pods over gRPC in batches, and counts binds from
+//! a watch.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use berth_proto::model::{
+    NodeCondition, Object, PodPhase, PodStatus, Time,
+};
+use berth_proto::pb;
+use berth_proto::pb::agent_client::AgentClient;
+use berth_scheduler::perf::report::{peak_rss_bytes, Latency, Mode, Report, Throughput};
+use berth_scheduler::perf::runner::{check_profile, sample_until};
+use berth_scheduler::perf::workloads::{
+    is_measured, priority_classes, PodTemplate, Workload, WorkloadName, MEASURED_NAMESPACE,
+};
+use berth_scheduler::perf::RunOptions;
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, Semaphore};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt;
+use tonic::transport::{Channel, Endpoint};
+
+/// Simulated agents per gRPC connection (HTTP/2 servers cap concurrent streams).
+const SESSIONS_PER_CONNECTION: usize = 100;
+/// Registrations in flight at once.
+const REGISTER_CONCURRENCY: usize = 64;
+/// Seconds between heartbeats of a simulated agent (the scheduler asks for 10).
+const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
+/// How long the scheduler may take to come up.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How the report is printed.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BenchOutput {
+    /// A short summary.
+    #[default]
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// Flags of `berth bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// The workload, by kube's scheduler_perf name: SchedulingBasic, SchedulingPodAntiAffinity,
+    /// SchedulingPodAffinity, SchedulingPreferredPodAffinity,
+    /// SchedulingPreferredPodAntiAffinity, SchedulingNodeAffinity, TopologySpreading,
+    /// PreemptionBasic, Unschedulable, MixedChurn.
+    pub workload: WorkloadName,
+    /// Number of nodes (the initial pods scale with it).
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// Number of measured pods.
+    #[arg(long)]
+    pub pods: Option<usize>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = BenchOutput::Text)]
+    pub output: BenchOutput,
+    /// Run end to end: the scheduler as a process, pods over gRPC, agents over streams.
+    #[arg(long)]
+    pub e2e: bool,
+    /// Seed of the scheduler's tie-breaking.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Objects per store transaction (in process) or per Apply call (end to end).
+    #[arg(long, default_value_t = 500)]
+    pub batch: usize,
+    /// Longest wait for each phase to complete.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Folder for the store (and the scheduler's log); a temporary folder when left out.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Runs the benchmark and prints its report on stdout.
+pub async fn run(args: BenchArgs) -> Result<()> {
+    let mut workload = Workload::new(args.workload);
+    if let Some(nodes) = args.nodes {
+        if nodes == 0 {
+            bail!("--nodes: must be at least 1");
+        }
+        workload = workload.with_nodes(nodes);
+    }
+    if let Some(pods) = args.pods {
+        workload = workload.with_measured_pods(pods);
+    }
+    check_profile(&workload)?;
+    let temp = match &args.data_dir {
+        Some(_) => None,
+        None => Some(
+            tempfile::Builder::new()
+                .prefix("berth-bench-")
+                .tempdir()
+                .context("creating a temporary data folder")?,
+        ),
+    };
+    let dir = args
+        .data_dir
+        .clone()
+        .or_else(|| temp.as_ref().map(|t| t.path().to_path_buf()))
+        .expect("a data folder is given or created");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let report = if args.e2e {
+        run_e2e(&workload, &args, &dir).await?
+    } else {
+        let mut options = RunOptions::new(dir.join("store"));
+        options.seed = args.seed;
+        options.batch = args.batch;
+        options.timeout = args.timeout;
+        berth_scheduler::perf::run_in_process(&workload, &options).await?
+    };
+    match args.output {
+        BenchOutput::Text => print!("{report}"),
+        BenchOutput::Json => println!("{}", serde_json::to_string(&report)?),
+    }
+    Ok(())
+}
+
+/// Counts first binds seen on a watch, measured pods apart.
+#[derive(Default)]
+struct Binds {
+    measured: AtomicUsize,
+    other: AtomicUsize,
+}
+
+impl Binds {
+    fn observe(&self, object: Object, seen: &mut HashSet<String>) {
+        let Object::Pod(pod) = object else { return };
+        if pod.spec.node_name.is_empty() || !seen.insert(pod.metadata.uid.clone()) {
+            return;
+        }
+        let counter = if is_measured(&pod) {
+            &self.measured
+        } else {
+            &self.other
+        };
+        counter.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// The scheduler child process and where it logs.
+struct Scheduler {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Scheduler {
+    fn start(dir: &Path, listen: &str, seed: u64) -> Result<Self> {
+        let exe = std::env::current_exe().context("finding the berth executable")?;
+        let log = dir.join("scheduler.log");
+        let out = std::fs::File::create(&log)
+            .with_context(|| format!("creating {}", log.display()))?;
+        let child = Command::new(exe)
+            .args(["scheduler", "--listen", listen, "--seed", &seed.to_string()])
+            .arg("--data-dir")
+            .arg(dir.join("store"))
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .env_remove("BERTH_TOKEN_FILE")
+            .env_remove("BERTH_LISTEN")
+            .env_remove("BERTH_DATA_DIR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(out))
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting berth scheduler")?;
+        Ok(Scheduler { child, log })
+    }
+
+    /// Stops the scheduler with SIGTERM (so that it logs its attempt latency) and reads
+    /// the latency line from its log.
+    async fn stop(mut self) -> Result<Latency> {
+        if let Some(pid) = self.child.id() {
+            // SAFETY: kill(2) on a child we spawned and have not reaped; no memory involved.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGTERM);
+            }
+        }
+        if tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+            bail!("the scheduler did not stop within 30s");
+        }
+        let log = std::fs::read_to_string(&self.log)
+            .with_context(|| format!("reading {}", self.log.display()))?;
+        parse_latency(&log).with_context(|| {
+            format!(
+                "no attempt latency in the scheduler's log {}",
+                self.log.display()
+            )
+        })
+    }
+}
+
+/// Reads `attempts=N attempt_p50_us=N attempt_p99_us=N` from the loop's last log line.
+fn parse_latency(log: &str) -> Option<Latency> {
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("scheduling loop stopped"))?;
+    let field = |name: &str| -> Option<u64> {
+        let key = format!("{name}=");
+        let start = line.find(&key)? + key.len();
+        let digits: String = line[start..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    Some(Latency {
+        p50: field("attempt_p50_us")? as f64 / 1e3,
+        p99: field("attempt_p99_us")? as f64 / 1e3,
+        attempts: field("attempts")?,
+    })
+}
+
+fn free_address() -> Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(listener.local_addr()?.to_string())
+}
+
+async fn channel(server: &str) -> Result<Channel> {
+    Ok(Endpoint::from_shared(server.to_string())?
+        .connect_timeout(Duration::from_secs(5))
+        .connect()
+        .await?)
+}
+
+/// Applies objects over gRPC, `batch` per call.
+async fn apply_all(api: &mut crate::client::Api, objects: Vec<Object>, batch: usize) -> Result<()> {
+    let mut objects = objects.into_iter().peekable();
+    while objects.peek().is_some() {
+        let chunk: Vec<pb::Object> = objects
+            .by_ref()
+            .take(batch.max(1))
+            .map(|o| pb::Object::from(&o))
+            .collect();
+        api.apply(pb::ApplyRequest {
+            objects: chunk,
+            dry_run: false,
+        })
+        .await
+        .context("applying objects")?;
+    }
+    Ok(())
+}
+
+/// The status a simulated agent reports for a pod it was told to start.
+fn running_status() -> pb::PodStatus {
+    let status = PodStatus {
+        phase: PodPhase::Running,
+        start_time: Some(Time::now()),
+        ..PodStatus::default()
+    };
+    pb::PodStatus::from(&status)
+}
+
+fn ready_condition() -> NodeCondition {
+    let now = Time::now();
+    NodeCondition {
+        type_: "Ready".into(),
+        status: "True".into(),
+        reason: "KubeletReady".into(),
+        message: "simulated agent is posting ready status".into(),
+        last_heartbeat_time: Some(now),
+        last_transition_time: Some(now),
+    }
+}
+
+/// One simulated agent: registers its node, opens its session with Hello and a heartbeat,
+/// then acknowledges every StartPod with a Running status and heartbeats, until its stream
+/// ends or its task is aborted.
+async fn simulated_agent(
+    channel: Channel,
+    mut node: berth_proto::model::Node,
+    registering: Arc<Semaphore>,
+    connected: Arc<AtomicUsize>,
+) -> Result<()> {
+    let name = node.metadata.name.clone();
+    let mut client = AgentClient::new(channel);
+    {
+        let _permit = registering.acquire().await?;
+        node.status.conditions.push(ready_condition());
+        client
+            .register(pb::RegisterRequest {
+                node: Some(pb::Node::from(&node)),
+            })
+            .await
+            .with_context(|| format!("registering {name}"))?;
+    }
+    let (tx, rx) = mpsc::channel::<pb::AgentMessage>(64);
+    let up = |msg| pb::AgentMessage { msg: Some(msg) };
+    tx.send(up(pb::agent_message::Msg::Hello(pb::Hello {
+        node_name: name.clone(),
+        running_pod_uids: Vec::new(),
+    })))
+    .await?;
+    let heartbeat = || {
+        up(pb::agent_message::Msg::Heartbeat(pb::Heartbeat {
+            node_name: name.clone(),
+            conditions: vec![pb::NodeCondition::from(&ready_condition())],
+        }))
+    };
+    tx.send(heartbeat()).await?;
+    let mut down = client
+        .session(ReceiverStream::new(rx))
+        .await
+        .with_context(|| format!("opening the session of {name}"))?
+        .into_inner();
+    connected.fetch_add(1, Ordering::AcqRel);
+    let mut ticker = tokio::time::interval(HEARTBEAT_INTERVAL);
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                if tx.send(heartbeat()).await.is_err() {
+                    return Ok(());
+                }
+            }
+            msg = down.next() => {
+                let Some(msg) = msg else { return Ok(()) };
+                let msg = match msg {
+                    Ok(msg) => msg,
+                    // The scheduler stopping ends the stream with an error; that is the end.
+                    Err(_) => return Ok(()),
+                };
+                if let Some(pb::scheduler_message::Msg::StartPod(start)) = msg.msg {
+                    let Some(meta) = start.pod.and_then(|p| p.metadata) else { continue };
+                    let update = pb::PodStatusUpdate {
+                        namespace: meta.namespace,
+                        name: meta.name,
+                        uid: meta.uid,
+                        status: Some(running_status()),
+                    };
+                    if tx.send(up(pb::agent_message::Msg::PodStatus(update))).await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Creates a node (through a simulated agent) and a never-fitting pod every interval,
+/// deleting the previous tick's pod and node; counts ticks in `ticks`. Runs until aborted.
+async fn churn_e2e(
+    mut api: crate::client::Api,
+    channel: Channel,
+    workload: Workload,
+    interval: Duration,
+    ticks: Arc<AtomicUsize>,
+) -> Result<()> {
+    let mut previous: Option<(String, String, AbortOnDrop)> = None;
+    let mut timer = tokio::time::interval(interval);
+    loop {
+        timer.tick().await;
+        let tick = ticks.load(Ordering::Acquire);
+        let mut node = workload.node(workload.nodes + tick);
+        node.metadata.name = format!("churn-node-{tick:06}");
+        node.metadata.labels.insert(
+            berth_scheduler::perf::workloads::LABEL_HOSTNAME.into(),
+            node.metadata.name.clone(),
+        );
+        let node_name = node.metadata.name.clone();
+        let agent_channel = channel.clone();
+        let agent = AbortOnDrop(tokio::spawn(async move {
+            let _ = simulated_agent(
+                agent_channel,
+                node,
+                Arc::new(Semaphore::new(1)),
+                Arc::new(AtomicUsize::new(0)),
+            )
+            .await;
+        }));
+        let pod_name = format!("churn-pod-{tick:06}");
+        let pod = PodTemplate::HighPriorityLargeCpu.pod(MEASURED_NAMESPACE, &pod_name);
+        apply_all(&mut api, vec![Object::Pod(pod)], 1).await?;
+        if let Some((old_node, old_pod, old_agent)) = previous.replace((node_name, pod_name, agent)) {
+            drop(old_agent);
+            for (kind, namespace, name) in [
+                (pb::Kind::Pod, MEASURED_NAMESPACE, old_pod),
+                (pb::Kind::Node, "", old_node),
+            ] {
+                api.delete(pb::DeleteRequest {
+                    kind: kind as i32,
+                    namespace: namespace.into(),
+                    name,
+                    resource_version: String::new(),
+                })
+                .await
+                .context("deleting a churned object")?;
+            }
+        }
+        ticks.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// A task aborted when this handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Waits until `pending()` says nothing is pending (`Ok(None)`), fails at once on its error,
+/// or fails at the deadline with its last progress message.
+async fn wait_until(
+    timeout: Duration,
+    what: &str,
+    mut pending: impl FnMut() -> Result<Option<String>>,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let Some(progress) = pending()? else {
+            return Ok(());
+        };
+        if Instant::now() >= deadline {
+            bail!("{what}: not done after {timeout:?} ({progress})");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn run_e2e(workload: &Workload, args: &BenchArgs, dir: &Path) -> Result<Report> {
+    let listen = free_address()?;
+    let server = format!("http://{listen}");
+    let scheduler = Scheduler::start(dir, &listen, args.seed)?;
+    let result = drive_e2e(workload, args, &server, &scheduler).await;
+    match result {
+        Ok((mut report, rss)) => {
+            let latency = scheduler.stop().await?;
+            report.latency_ms = latency;
+            report.peak_rss_bytes = rss;
+            Ok(report)
+        }
+        Err(e) => {
+            let log = scheduler.log.clone();
+            let _ = scheduler.stop().await;
+            Err(e.context(format!("scheduler log: {}", log.display())))
+        }
+    }
+}
+
+async fn drive_e2e(
+    workload: &Workload,
+    args: &BenchArgs,
+    server: &str,
+    scheduler: &Scheduler,
+) -> Result<(Report, u64)> {
+    let deadline = Instant::now() + STARTUP_TIMEOUT;
+    let mut api = loop {
+        match crate::client::connect(server).await {
+            Ok(api) => break api,
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e.context("the scheduler did not come up")),
+        }
+    };
+    // Every task of the run (watch, agents) is aborted when `tasks` drops.
+    let mut tasks: Vec<AbortOnDrop> = Vec::new();
+
+    // Bound pods, from a watch opened before any pod exists.
+    let binds = Arc::new(Binds::default());
+    let mut watch = api
+        .watch(pb::WatchRequest {
+            kind: pb::Kind::Pod as i32,
+            ..Default::default()
+        })
+        .await
+        .context("watching pods")?
+        .into_inner();
+    {
+        let binds = binds.clone();
+        tasks.push(AbortOnDrop(tokio::spawn(async move {
+            let mut seen = HashSet::new();
+            loop {
+                let Some(Ok(event)) = watch.next().await else {
+                    return;
+                };
+                if let Some(object) = event.object {
+                    if let Ok(object) = berth_proto::convert::object_from_pb(object) {
+                        binds.observe(object, &mut seen);
+                    }
+                }
+            }
+        })));
+    }
+
+    if workload.needs_priority_classes() {
+        let classes = priority_classes()
+            .into_iter()
+            .map(Object::PriorityClass)
+            .collect();
+        apply_all(&mut api, classes, args.batch).await?;
+    }
+
+    // Nodes, through simulated agents.
+    let connections = workload.nodes.div_ceil(SESSIONS_PER_CONNECTION).max(1);
+    let mut channels = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        channels.push(channel(server).await?);
+    }
+    let registering = Arc::new(Semaphore::new(REGISTER_CONCURRENCY));
+    let agent_errors = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let connected = Arc::new(AtomicUsize::new(0));
+    for i in 0..workload.nodes {
+        let channel = channels[i % connections].clone();
+        let node = workload.node(i);
+        let registering = registering.clone();
+        let errors = agent_errors.clone();
+        let connected = connected.clone();
+        tasks.push(AbortOnDrop(tokio::spawn(async move {
+            if let Err(e) = simulated_agent(channel, node, registering, connected).await {
+                errors
+                    .lock()
+                    .expect("agent error list lock")
+                    .push(format!("{e:#}"));
+            }
+        })));
+    }
+    wait_until(args.timeout, "registering nodes", || {
+        if let Some(e) = agent_errors.lock().expect("agent error list lock").first() {
+            bail!("an agent failed: {e}");
+        }
+        let n = connected.load(Ordering::Acquire);
+        Ok((n < workload.nodes).then(|| format!("{n} of {} sessions open", workload.nodes)))
+    })
+    .await?;
+
+    // Initial pods, waited for.
+    let mut init = Vec::new();
+    let mut waited = 0;
+    for (group, wait) in &workload.init {
+        init.extend((0..group.count).map(|i| Object::Pod(group.pod(i))));
+        if *wait {
+            waited += group.count;
+        }
+    }
+    let init_pods = init.len();
+    apply_all(&mut api, init, args.batch).await?;
+    wait_until(args.timeout, "initial pods", || {
+        let bound = binds.other.load(Ordering::Acquire);
+        Ok((bound < waited).then(|| format!("{bound} of {waited} bound")))
+    })
+    .await?;
+
+    // Measured phase.
+    let start = Instant::now();
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let churn = workload.churn.map(|c| {
+        tokio::spawn(churn_e2e(
+            api.clone(),
+            channels[0].clone(),
+            workload.clone(),
+            c.interval,
+            ticks.clone(),
+        ))
+    });
+    let measured: Vec<Object> = workload
+        .measured_pods()
+        .into_iter()
+        .map(Object::Pod)
+        .collect();
+    let creator = {
+        let mut api = api.clone();
+        let batch = args.batch;
+        tokio::spawn(async move { apply_all(&mut api, measured, batch).await })
+    };
+    let target = workload.measured.count;
+    let (samples, elapsed, complete) = sample_until(start, target, args.timeout, || {
+        binds.measured.load(Ordering::Acquire)
+    })
+    .await;
+    let rss = peak_rss_bytes(scheduler.child.id()).unwrap_or(0);
+    let mut notes = vec![
+        "latency: every scheduling attempt of the run (initial and measured pods), from the scheduler's log".to_string(),
+        "peak RSS: the scheduler process".to_string(),
+    ];
+    if let Some(task) = churn {
+        if task.is_finished() {
+            // It runs until aborted: finishing means it failed.
+            task.await??;
+        } else {
+            task.abort();
+        }
+        notes.push(format!(
+            "churn: {} node/pod pairs created and deleted",
+            ticks.load(Ordering::Acquire)
+        ));
+    }
+    creator.await??;
+    if !complete {
+        bail!(
+            "measured pods: only {} of {target} bound after {:?}",
+            binds.measured.load(Ordering::Acquire),
+            args.timeout
+        );
+    }
+    if workload.stream.is_some() {
+        notes.push(format!(
+            "{} never-fitting high-priority pods streamed with the measured pods",
+            workload.stream_pods()
+        ));
+    }
+    Ok((
+        Report {
+            workload: workload.name.to_string(),
+            mode: Mode::EndToEnd,
+            nodes: workload.nodes,
+            init_pods,
+            measured_pods: target,
+            duration_seconds: elapsed.as_secs_f64(),
+            throughput: Throughput::new(samples, target, elapsed),
+            latency_ms: Latency::default(),
+            peak_rss_bytes: 0,
+            notes,
+        },
+        rss,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_from_the_log() {
+        struct Case {
+            name: &'static str,
+            log: &'static str,
+            want: Option<Latency>,
+        }
+        let cases = [
+            Case {
+                name: "plain",
+                log: "x INFO started\ny INFO berth_scheduler::server::scheduling: scheduling loop stopped attempts=12 attempt_p50_us=40 attempt_p99_us=1500\n",
+                want: Some(Latency {
+                    p50: 0.04,
+                    p99: 1.5,
+                    attempts: 12,
+                }),
+            },
+            Case {
+                name: "missing",
+                log: "x INFO started\n",
+                want: None,
+            },
+        ];
+        for case in cases {
+            assert_eq!(parse_latency(case.log), case.want, "{}", case.name);
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! `berth scale deployment NAME --replicas N` (also `replicaset`, and the `TYPE/NAME`
+//! form): sets `spec.replicas` through read, modify and a conditional apply, printing
+//! `deployment.apps/web scaled` as kubectl does.
+
+use anyhow::bail;
+use berth_proto::model::{Kind, Object};
+use clap::Args;
+
+use super::{object_ref, parse_targets, update_each, Context, Targets, Update};
+
+/// Flags of `berth scale`.
+#[derive(Args, Debug, Clone)]
+pub struct ScaleArgs {
+    /// What to scale: `TYPE NAME...` or `TYPE/NAME...` (deployments, replicasets).
+    #[arg(required = true, value_name = "TYPE [NAME]...")]
+    pub resources: Vec<String>,
+    /// The new number of replicas.
+    #[arg(long, value_parser = clap::value_parser!(i32).range(0..))]
+    pub replicas: i32,
+}
+
+/// Sets the replicas of a Deployment or ReplicaSet; the message kubectl prints.
+pub fn scale_update(object: &mut Object, replicas: i32) -> anyhow::Result<Update> {
+    let (kind, name) = (object.kind(), object.meta().name.clone());
+    match object {
+        Object::Deployment(d) => d.spec.replicas = replicas,
+        Object::ReplicaSet(rs) => rs.spec.replicas = replicas,
+        _ => bail!(
+            "cannot scale {}: only deployments and replicasets have replicas",
+            object_ref(kind, &name)
+        ),
+    }
+    Ok(Update::Write(format!("{} scaled", object_ref(kind, &name))))
+}
+
+/// Runs `berth scale`.
+pub async fn run(args: ScaleArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
+    let objects = match parse_targets(&args.resources)? {
+        Targets::Named(named) => named,
+        Targets::Kinds { kinds, names } => {
+            if names.is_empty() {
+                bail!("resource(s) were provided, but no name was specified");
+            }
+            kinds
+                .iter()
+                .flat_map(|k| names.iter().map(move |n| (*k, n.clone())))
+                .collect()
+        }
+    };
+    if let Some((kind, _)) = objects
+        .iter()
+        .find(|(k, _)| !matches!(k, Kind::Deployment | Kind::ReplicaSet))
+    {
+        bail!(
+            "cannot scale {}: only deployments and replicasets have replicas",
+            crate::output::kind_plural(*kind)
+        );
+    }
+    let replicas = args.replicas;
+    update_each(ctx, objects, move |object: &mut Object| {
+        scale_update(object, replicas)
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_proto::model::{Deployment, Node, ObjectMeta, ReplicaSet};
+
+    #[test]
+    fn scale_sets_replicas_and_prints_like_kubectl() {
+        struct Case {
+            name: &'static str,
+            object: Object,
+            want: Result<&'static str, &'static str>,
+        }
+        let meta = ObjectMeta {
+            name: "web".into(),
+            ..Default::default()
+        };
+        let cases = vec![
+            Case {
+                name: "deployment",
+                object: Object::Deployment(Deployment {
+                    metadata: meta.clone(),
+                    ..Default::default()
+                }),
+                want: Ok("deployment.apps/web scaled"),
+            },
+            Case {
+                name: "replicaset",
+                object: Object::ReplicaSet(ReplicaSet {
+                    metadata: meta.clone(),
+                    ..Default::default()
+                }),
+                want: Ok("replicaset.apps/web scaled"),
+            },
+            Case {
+                name: "node",
+                object: Object::Node(Node {
+                    metadata: meta.clone(),
+                    ..Default::default()
+                }),
+                want: Err("cannot scale node/web"),
+            },
+        ];
+        for case in cases {
+            let mut object = case.object;
+            match (scale_update(&mut object, 5), case.want) {
+                (Ok(Update::Write(msg)), Ok(want)) => {
+                    assert_eq!(msg, want, "{}", case.name);
+                    let replicas = match &object {
+                        Object::Deployment(d) => d.spec.replicas,
+                        Object::ReplicaSet(rs) => rs.spec.replicas,
+                        _ => unreachable!("only scalable kinds succeed"),
+                    };
+                    assert_eq!(replicas, 5, "{}", case.name);
+                }
+                (Err(e), Err(want)) => {
+                    assert!(e.to_string().starts_with(want), "{}: {e}", case.name)
+                }
+                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
+            }
+        }
+    }
+}

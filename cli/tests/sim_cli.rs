@@ -1,0 +1,268 @@
+//! `berth sim` end to end through the CLI's entry point: a folder of manifests in, the JSON
+//! contract out, notes on stderr, and errors as exit code 1.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use berth_cli::cmd::Io;
+use berth_cli::Cli;
+use clap::Parser;
+use serde_json::json;
+
+/// A `Write` whose bytes the test can read afterwards.
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Buffer {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().expect("buffer lock").clone()).expect("utf-8 output")
+    }
+}
+
+impl Write for Buffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("buffer lock").extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `berth ARGS...`; returns (exit code, stdout, stderr).
+async fn berth(args: &[&str]) -> (ExitCode, String, String) {
+    let cli = Cli::try_parse_from(std::iter::once("berth").chain(args.iter().copied()))
+        .expect("the command line parses");
+    let (out, err) = (Buffer::default(), Buffer::default());
+    let mut io = Io {
+        out: Box::new(out.clone()),
+        err: Box::new(err.clone()),
+    };
+    let code = berth_cli::execute(cli, &mut io).await;
+    (code, out.text(), err.text())
+}
+
+const CLUSTER: &str = r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+  labels: {kubernetes.io/hostname: node-1}
+spec:
+  taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
+status:
+  capacity: {cpu: "4", memory: 8Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-2
+  labels: {kubernetes.io/hostname: node-2}
+status:
+  capacity: {cpu: "2", memory: 8Gi, pods: "110"}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 1
+"#;
+
+const WORKLOAD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: low-1}
+spec:
+  nodeName: node-2
+  priorityClassName: low
+  containers: [{name: c, resources: {requests: {cpu: "2"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1}
+spec:
+  priorityClassName: high
+  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: huge}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "8"}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+"#;
+
+fn manifest_folder() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    std::fs::write(dir.path().join("cluster.yaml"), CLUSTER).expect("write cluster.yaml");
+    std::fs::write(dir.path().join("workload.yaml"), WORKLOAD).expect("write workload.yaml");
+    dir
+}
+
+#[tokio::test]
+async fn sim_prints_the_json_contract() {
+    let dir = manifest_folder();
+    let folder = dir.path().to_str().expect("utf-8 path");
+    let (code, out, err) = berth(&["sim", "-f", folder, "--seed", "7", "--explain"]).await;
+    assert_eq!(code, ExitCode::SUCCESS, "stderr: {err}");
+    let value: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON");
+    assert_eq!(
+        value,
+        json!({
+            "pods": [
+                {
+                    "namespace": "default",
+                    "name": "web-1",
+                    "node": "node-2",
+                    "preempted": ["default/low-1"],
+                    "message": null,
+                    "nodes": {
+                        "node-1": {"feasible": false, "reasons": ["node(s) had untolerated taint {dedicated: gpu}"]},
+                        "node-2": {"feasible": true, "score": value["pods"][0]["nodes"]["node-2"]["score"].clone()}
+                    }
+                },
+                {
+                    "namespace": "default",
+                    "name": "huge",
+                    "node": null,
+                    "preempted": [],
+                    "message": "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+                    "nodes": {
+                        "node-1": {"feasible": false, "reasons": ["node(s) had untolerated taint {dedicated: gpu}"]},
+                        "node-2": {"feasible": false, "reasons": ["Insufficient cpu"]}
+                    }
+                }
+            ],
+            "evicted": ["default/low-1"]
+        })
+    );
+    assert!(value["pods"][0]["nodes"]["node-2"]["score"].is_i64());
+    assert!(
+        err.contains("note: skipping Service web (does not affect placement)"),
+        "stderr: {err}"
+    );
+    assert!(
+        !err.contains("using seed"),
+        "a given seed is not announced: {err}"
+    );
+
+    // The same run again gives the same bytes; a table is available for people.
+    let (_, again, _) = berth(&["sim", "-f", folder, "--seed", "7", "--explain"]).await;
+    assert_eq!(again, out);
+    let (code, table, _) = berth(&["sim", "-f", folder, "--seed", "7", "-o", "table"]).await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert!(table.starts_with("POD "), "{table}");
+    assert!(
+        table.contains("default/web-1") && table.contains("node-2"),
+        "{table}"
+    );
+}
+
+#[tokio::test]
+async fn sim_announces_a_random_seed() {
+    let dir = manifest_folder();
+    let folder = dir.path().to_str().expect("utf-8 path");
+    let (code, _, err) = berth(&["sim", "-f", folder]).await;
+    assert_eq!(code, ExitCode::SUCCESS, "stderr: {err}");
+    assert!(err.contains("note: using seed "), "stderr: {err}");
+}
+
+#[tokio::test]
+async fn bad_input_fails_with_one_line_per_problem() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    std::fs::write(
+        dir.path().join("typo.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containerz: []}\n",
+    )
+    .expect("write typo.yaml");
+    let folder = dir.path().to_str().expect("utf-8 path");
+    let (code, out, err) = berth(&["sim", "-f", folder, "--seed", "1"]).await;
+    assert_eq!(code, ExitCode::FAILURE);
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains("containerz"),
+        "{err}"
+    );
+
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "apiVersion: v1\nkind: Nope\n").expect("write config");
+    std::fs::remove_file(dir.path().join("typo.yaml")).expect("remove typo.yaml");
+    let (code, _, err) = berth(&[
+        "sim",
+        "-f",
+        folder,
+        "--config",
+        config.to_str().expect("utf-8 path"),
+    ])
+    .await;
+    assert_eq!(code, ExitCode::FAILURE);
+    assert!(
+        err.starts_with("error: ") && err.contains("apiVersion"),
+        "{err}"
+    );
+}
+
+#[test]
+fn table_lists_pods_and_verdicts() {
+    use berth_cli::sim::render_table;
+    use berth_scheduler::sim::{NodeOutcome, PodOutcome, SimOutput};
+    use std::collections::BTreeMap;
+
+    let output = SimOutput {
+        pods: vec![
+            PodOutcome {
+                namespace: "default".into(),
+                name: "web-1".into(),
+                node: Some("node-2".into()),
+                preempted: vec!["default/low-1".into()],
+                message: None,
+                nodes: Some(BTreeMap::from([
+                    (
+                        "node-1".to_string(),
+                        NodeOutcome::rejected(vec!["Insufficient cpu".into()]),
+                    ),
+                    ("node-2".to_string(), NodeOutcome::feasible(187)),
+                ])),
+            },
+            PodOutcome {
+                namespace: "default".into(),
+                name: "big".into(),
+                node: None,
+                preempted: vec![],
+                message: Some("0/2 nodes are available: 2 Insufficient cpu.".into()),
+                nodes: Some(BTreeMap::new()),
+            },
+        ],
+        evicted: vec!["default/low-1".into()],
+        notes: vec![],
+    };
+    let text = render_table(&output);
+    let want = "\
+POD             NODE     PREEMPTED       MESSAGE
+default/web-1   node-2   default/low-1   
+default/big     <none>   <none>          0/2 nodes are available: 2 Insufficient cpu.
+
+Evicted: default/low-1
+
+default/web-1:
+  node-1   rejected: Insufficient cpu
+  node-2   score 187
+
+default/big:
+  (no node verdicts)
+";
+    assert_eq!(text, want);
+}

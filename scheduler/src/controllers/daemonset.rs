@@ -1,0 +1,367 @@
+//! The DaemonSet controller: one pod on every node that the template's nodeSelector, node
+//! affinity and tolerations admit ([`node_should_run_daemon_pod`]). Each pod is pinned to
+//! its node by required node affinity on `metadata.name` and placed by the scheduler, as
+//! kube does ([`daemon_pod_for`]). Nodes that join get their pod; a pod whose node left, or
+//! whose node no longer admits it, is deleted; a daemon pod that failed is deleted so that
+//! a new one is created.
+
+use std::collections::BTreeMap;
+
+use berth_proto::model::{DaemonSet, Kind, Node, NodeSelectorOperator, Object, ObjectKey, Pod};
+use berth_store::{Op, Precondition};
+use tracing::info;
+
+use super::{is_pod_active, is_pod_ready, object_ref, ControllerManager, Error};
+use crate::plugins::node_affinity::FIELD_METADATA_NAME;
+use crate::server::admission;
+use crate::server::events::{NORMAL, WARNING};
+use crate::workloads::{daemon_pod_for, node_should_run_daemon_pod};
+
+/// The node a daemon pod is for: the node it is bound to, else the single node its required
+/// node affinity names through `matchFields metadata.name In [node]`.
+pub fn daemon_pod_node(pod: &Pod) -> Option<&str> {
+    if !pod.spec.node_name.is_empty() {
+        return Some(&pod.spec.node_name);
+    }
+    let terms = &pod
+        .spec
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    terms.iter().find_map(|term| {
+        term.match_fields.iter().find_map(|f| {
+            (f.key == FIELD_METADATA_NAME
+                && f.operator == NodeSelectorOperator::In
+                && f.values.len() == 1)
+                .then(|| f.values[0].as_str())
+        })
+    })
+}
+
+/// What the controller does for one DaemonSet.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct DaemonPlan {
+    /// Nodes that need a pod.
+    pub create_on: Vec<String>,
+    /// Names of the pods to delete.
+    pub delete: Vec<String>,
+    /// Nodes that should run the pod (`desiredNumberScheduled`).
+    pub desired: i32,
+    /// Of those, nodes with a bound pod (`currentNumberScheduled`).
+    pub current: i32,
+    /// Of those, nodes with a ready pod (`numberReady`).
+    pub ready: i32,
+}
+
+/// Compares the nodes with the set's pods (kube's `podsShouldBeOnNode`, over every node).
+pub fn plan(ds: &DaemonSet, nodes: &[&Node], pods: &[&Pod]) -> DaemonPlan {
+    let mut out = DaemonPlan::default();
+    let mut by_node: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+    for pod in pods {
+        if !is_pod_active(pod) {
+            // A failed daemon pod is deleted so that it is replaced; a terminating one is
+            // left to finish.
+            if pod.status.phase == berth_proto::model::PodPhase::Failed
+                && pod.metadata.deletion_timestamp.is_none()
+            {
+                out.delete.push(pod.metadata.name.clone());
+            }
+            continue;
+        }
+        match daemon_pod_node(pod) {
+            Some(node) => by_node.entry(node).or_default().push(pod),
+            None => out.delete.push(pod.metadata.name.clone()),
+        }
+    }
+    for node in nodes {
+        let name = node.metadata.name.as_str();
+        let fit = node_should_run_daemon_pod(ds, node);
+        let mut here = by_node.remove(name).unwrap_or_default();
+        if fit.should_run {
+            out.desired += 1;
+            if here.iter().any(|p| !p.spec.node_name.is_empty()) {
+                out.current += 1;
+            }
+            if here.iter().any(|p| is_pod_ready(p)) {
+                out.ready += 1;
+            }
+        }
+        if here.is_empty() {
+            if fit.should_run {
+                out.create_on.push(name.to_string());
+            }
+        } else if !fit.should_continue_running {
+            out.delete
+                .extend(here.iter().map(|p| p.metadata.name.clone()));
+        } else if here.len() > 1 {
+            // Keep the oldest pod, bound ones before pending ones.
+            here.sort_by(|a, b| {
+                (
+                    a.spec.node_name.is_empty(),
+                    a.metadata.creation_timestamp,
+                    &a.metadata.name,
+                )
+                    .cmp(&(
+                        b.spec.node_name.is_empty(),
+                        b.metadata.creation_timestamp,
+                        &b.metadata.name,
+                    ))
+            });
+            out.delete
+                .extend(here[1..].iter().map(|p| p.metadata.name.clone()));
+        }
+    }
+    // Pods for nodes that no longer exist.
+    for pods in by_node.into_values() {
+        out.delete
+            .extend(pods.iter().map(|p| p.metadata.name.clone()));
+    }
+    out
+}
+
+/// Reconciles one DaemonSet.
+pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Result<(), Error> {
+    let Some(Object::DaemonSet(ds)) = m.cache.get(Kind::DaemonSet, namespace, name).cloned() else {
+        return Ok(());
+    };
+    if ds.metadata.deletion_timestamp.is_some() {
+        return Ok(());
+    }
+    let pods: Vec<Pod> = m
+        .cache
+        .controlled_pods(&ds.metadata.uid)
+        .into_iter()
+        .cloned()
+        .collect();
+    let nodes: Vec<Node> = m
+        .cache
+        .list(Kind::Node, None)
+        .into_iter()
+        .filter_map(|o| match o {
+            Object::Node(n) => Some(n.clone()),
+            _ => None,
+        })
+        .collect();
+    let node_refs: Vec<&Node> = nodes.iter().collect();
+    let pod_refs: Vec<&Pod> = pods.iter().collect();
+    let plan = plan(&ds, &node_refs, &pod_refs);
+    let ds_obj = Object::DaemonSet(ds.clone());
+
+    let mut ops = Vec::new();
+    for pod_name in &plan.delete {
+        let Some(pod) = pods.iter().find(|p| &p.metadata.name == pod_name) else {
+            continue;
+        };
+        ops.push(Op::Delete {
+            key: ObjectKey::new(Kind::Pod, namespace, pod_name),
+            precondition: Precondition::ResourceVersion(pod.metadata.resource_version.clone()),
+        });
+    }
+    let mut created = Vec::new();
+    for node in &plan.create_on {
+        let pod = daemon_pod_for(&ds, node, &mut m.rng);
+        match admission::admit(m.store(), Object::Pod(pod)) {
+            Ok(obj) => {
+                created.push(obj.meta().name.clone());
+                ops.push(Op::Create(obj));
+            }
+            Err(source) => {
+                m.events.record(
+                    object_ref(&ds_obj),
+                    WARNING,
+                    "FailedCreate",
+                    format!("Error creating: {source}"),
+                );
+                return Err(Error::Admission {
+                    owner: ObjectKey::new(Kind::DaemonSet, namespace, name),
+                    source,
+                });
+            }
+        }
+    }
+    if !ops.is_empty() {
+        m.commit(ops)?;
+        info!(daemonset = %name, created = ?created, deleted = ?plan.delete, "reconciled");
+        for pod_name in &created {
+            m.events.record(
+                object_ref(&ds_obj),
+                NORMAL,
+                "SuccessfulCreate",
+                format!("Created pod: {pod_name}"),
+            );
+        }
+        for pod_name in &plan.delete {
+            m.events.record(
+                object_ref(&ds_obj),
+                NORMAL,
+                "SuccessfulDelete",
+                format!("Deleted pod: {pod_name}"),
+            );
+        }
+    }
+    let status = &ds.status;
+    if status.desired_number_scheduled == plan.desired
+        && status.current_number_scheduled == plan.current
+        && status.number_ready == plan.ready
+    {
+        return Ok(());
+    }
+    let mut updated = ds.clone();
+    updated.status.desired_number_scheduled = plan.desired;
+    updated.status.current_number_scheduled = plan.current;
+    updated.status.number_ready = plan.ready;
+    m.commit(vec![Op::Update {
+        object: Object::DaemonSet(updated),
+        precondition: Precondition::ResourceVersion(ds.metadata.resource_version.clone()),
+    }])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_proto::model::{ObjectMeta, PodPhase, Taint, TaintEffect};
+    use rand::rngs::SmallRng;
+    use rand::SeedableRng;
+
+    fn ds() -> DaemonSet {
+        serde_yaml_ng::from_str(
+            "metadata: {name: agent, namespace: default, uid: ds-uid}\nspec:\n  selector: {matchLabels: {app: agent}}\n  template:\n    metadata: {labels: {app: agent}}\n    spec:\n      nodeSelector: {role: worker}\n      containers: [{name: c}]\n",
+        )
+        .expect("test daemonset parses")
+    }
+
+    fn node(name: &str, worker: bool, taint: Option<TaintEffect>) -> Node {
+        let mut n = Node {
+            metadata: ObjectMeta {
+                name: name.into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        if worker {
+            n.metadata.labels.insert("role".into(), "worker".into());
+        }
+        if let Some(effect) = taint {
+            n.spec.taints.push(Taint {
+                key: "dedicated".into(),
+                value: String::new(),
+                effect,
+                time_added: None,
+            });
+        }
+        n
+    }
+
+    fn pod_for(node: &str, name: &str, bound: bool, phase: PodPhase) -> Pod {
+        let mut pod = daemon_pod_for(&ds(), node, &mut SmallRng::seed_from_u64(1));
+        pod.metadata.name = name.into();
+        if bound {
+            pod.spec.node_name = node.into();
+        }
+        pod.status.phase = phase;
+        pod
+    }
+
+    #[test]
+    fn daemon_pods_follow_the_nodes() {
+        struct Case {
+            name: &'static str,
+            nodes: Vec<Node>,
+            pods: Vec<Pod>,
+            want_create: Vec<&'static str>,
+            want_delete: Vec<&'static str>,
+            want_desired: i32,
+        }
+        let cases = vec![
+            Case {
+                name: "every worker gets a pod",
+                nodes: vec![
+                    node("n1", true, None),
+                    node("n2", true, None),
+                    node("x", false, None),
+                ],
+                pods: vec![],
+                want_create: vec!["n1", "n2"],
+                want_delete: vec![],
+                want_desired: 2,
+            },
+            Case {
+                name: "pending pods count for their node",
+                nodes: vec![node("n1", true, None)],
+                pods: vec![pod_for("n1", "p1", false, PodPhase::Pending)],
+                want_create: vec![],
+                want_delete: vec![],
+                want_desired: 1,
+            },
+            Case {
+                name: "the pod of a node that left is deleted",
+                nodes: vec![node("n1", true, None)],
+                pods: vec![
+                    pod_for("n1", "p1", true, PodPhase::Running),
+                    pod_for("gone", "p2", true, PodPhase::Running),
+                ],
+                want_create: vec![],
+                want_delete: vec!["p2"],
+                want_desired: 1,
+            },
+            Case {
+                name: "a failed pod is deleted and replaced",
+                nodes: vec![node("n1", true, None)],
+                pods: vec![pod_for("n1", "p1", true, PodPhase::Failed)],
+                want_create: vec!["n1"],
+                want_delete: vec!["p1"],
+                want_desired: 1,
+            },
+            Case {
+                name: "an untolerated NoExecute taint removes the pod",
+                nodes: vec![node("n1", true, Some(TaintEffect::NoExecute))],
+                pods: vec![pod_for("n1", "p1", true, PodPhase::Running)],
+                want_create: vec![],
+                want_delete: vec!["p1"],
+                want_desired: 0,
+            },
+            Case {
+                name: "an untolerated NoSchedule taint keeps a running pod",
+                nodes: vec![node("n1", true, Some(TaintEffect::NoSchedule))],
+                pods: vec![pod_for("n1", "p1", true, PodPhase::Running)],
+                want_create: vec![],
+                want_delete: vec![],
+                want_desired: 0,
+            },
+            Case {
+                name: "duplicates on a node keep one",
+                nodes: vec![node("n1", true, None)],
+                pods: vec![
+                    pod_for("n1", "a", true, PodPhase::Running),
+                    pod_for("n1", "b", false, PodPhase::Pending),
+                ],
+                want_create: vec![],
+                want_delete: vec!["b"],
+                want_desired: 1,
+            },
+        ];
+        let set = ds();
+        for case in cases {
+            let nodes: Vec<&Node> = case.nodes.iter().collect();
+            let pods: Vec<&Pod> = case.pods.iter().collect();
+            let got = plan(&set, &nodes, &pods);
+            assert_eq!(got.create_on, case.want_create, "{}: create", case.name);
+            assert_eq!(got.delete, case.want_delete, "{}: delete", case.name);
+            assert_eq!(got.desired, case.want_desired, "{}: desired", case.name);
+        }
+    }
+
+    #[test]
+    fn a_pending_daemon_pod_names_its_node() {
+        let pod = pod_for("n7", "p", false, PodPhase::Pending);
+        assert_eq!(daemon_pod_node(&pod), Some("n7"));
+        let mut bare = Pod::default();
+        assert_eq!(daemon_pod_node(&bare), None);
+        bare.spec.node_name = "n2".into();
+        assert_eq!(daemon_pod_node(&bare), Some("n2"));
+    }
+}

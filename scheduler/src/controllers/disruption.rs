@@ -1,0 +1,401 @@
+//! PodDisruptionBudget status, as kube's disruption controller computes it, and the budget
+//! as preemption and the Eviction API read it.
+//!
+//! - The budget covers the pods of its namespace that its selector matches (no selector:
+//!   none; `{}`: all).
+//! - `currentHealthy`: covered pods that are ready and not being deleted.
+//! - `minAvailable` as an integer: `desiredHealthy` is that number and `expectedPods` the
+//!   number of covered pods. `minAvailable` as a percentage, and `maxUnavailable`, are
+//!   resolved (rounding up) against `expectedPods`, the sum of the scales of the covered
+//!   pods' controllers (a ReplicaSet owned by a Deployment counts the Deployment's
+//!   replicas); `desiredHealthy` is then `expectedPods - maxUnavailable` (at least 0) or
+//!   the resolved `minAvailable`. A covered pod without such a controller makes the count
+//!   fail, and then no disruption is allowed.
+//! - `disruptionsAllowed`: `currentHealthy - desiredHealthy`, and 0 when that is negative
+//!   or no pod is expected.
+
+use std::collections::BTreeMap;
+
+use berth_proto::model::{Kind, Object, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus};
+use berth_store::{Op, Precondition};
+use tracing::debug;
+
+use super::{controller_of, is_pod_ready, object_ref, Cache, ControllerManager, Error};
+use crate::framework::DisruptionBudget;
+use crate::server::events::WARNING;
+
+/// Why a budget's expected pod count cannot be computed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    /// A covered pod has no controller whose scale Berth knows.
+    #[error("found no controllers for pod {pod:?}")]
+    NoController {
+        /// The pod's name.
+        pod: String,
+    },
+    /// minAvailable or maxUnavailable is not a count or a percentage.
+    #[error("{0}")]
+    Value(#[from] berth_proto::model::IntOrStringError),
+}
+
+/// Whether the budget covers the pod: same namespace, and the selector (if any) matches.
+pub fn covers(pdb: &PodDisruptionBudget, pod: &Pod) -> bool {
+    pod.metadata.namespace == pdb.metadata.namespace
+        && pdb
+            .spec
+            .selector
+            .as_ref()
+            .is_some_and(|s| s.matches(&pod.metadata.labels))
+}
+
+/// A pod's controller as the budget sees it: its uid and its scale (desired replicas).
+pub type ControllerScale = (String, i32);
+
+/// Computes a budget's status over the pods it covers. `scale_of` finds the scale of a
+/// pod's controller (None: no controller with a scale). On error, the status to write is
+/// the returned one with `disruptionsAllowed` 0 (kube's fail-safe).
+pub fn budget_status(
+    pdb: &PodDisruptionBudget,
+    pods: &[&Pod],
+    scale_of: &dyn Fn(&Pod) -> Option<ControllerScale>,
+) -> Result<PodDisruptionBudgetStatus, (PodDisruptionBudgetStatus, BudgetError)> {
+    let n = |v: i64| i32::try_from(v.clamp(0, i64::from(i32::MAX))).unwrap_or(i32::MAX);
+    let current_healthy = n(pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && is_pod_ready(p))
+        .count() as i64);
+    let fail = |error: BudgetError| {
+        (
+            PodDisruptionBudgetStatus {
+                current_healthy,
+                desired_healthy: pdb.status.desired_healthy,
+                expected_pods: pdb.status.expected_pods,
+                disruptions_allowed: 0,
+                ..Default::default()
+            },
+            error,
+        )
+    };
+    let expected_scale = || -> Result<i32, BudgetError> {
+        let mut controllers: BTreeMap<String, i32> = BTreeMap::new();
+        for pod in pods {
+            let (uid, scale) = scale_of(pod).ok_or_else(|| BudgetError::NoController {
+                pod: pod.metadata.name.clone(),
+            })?;
+            controllers.insert(uid, scale);
+        }
+        Ok(n(controllers.values().map(|&s| i64::from(s)).sum()))
+    };
+    let (expected, desired) = if let Some(max_unavailable) = &pdb.spec.max_unavailable {
+        let expected = expected_scale().map_err(fail)?;
+        let max = max_unavailable
+            .resolve(expected)
+            .map_err(|e| fail(e.into()))?;
+        (expected, n(i64::from(expected) - max))
+    } else if let Some(min_available) = &pdb.spec.min_available {
+        if min_available.is_string() {
+            let expected = expected_scale().map_err(fail)?;
+            let min = min_available
+                .resolve(expected)
+                .map_err(|e| fail(e.into()))?;
+            (expected, n(min))
+        } else {
+            let min = min_available.resolve(0).map_err(|e| fail(e.into()))?;
+            (n(pods.len() as i64), n(min))
+        }
+    } else {
+        (0, 0)
+    };
+    let allowed = if expected <= 0 {
+        0
+    } else {
+        (current_healthy - desired).max(0)
+    };
+    Ok(PodDisruptionBudgetStatus {
+        current_healthy,
+        desired_healthy: desired,
+        disruptions_allowed: allowed,
+        expected_pods: expected,
+        ..Default::default()
+    })
+}
+
+/// The scale of a pod's controller from the cache: a ReplicaSet's replicas, or its owning
+/// Deployment's when it has one.
+pub fn controller_scale(cache: &Cache, pod: &Pod) -> Option<ControllerScale> {
+    let reference = controller_of(&pod.metadata.owner_references)?;
+    let ns = &pod.metadata.namespace;
+    match reference.kind.as_str() {
+        "ReplicaSet" => {
+            let Some(Object::ReplicaSet(rs)) = cache.get(Kind::ReplicaSet, ns, &reference.name)
+            else {
+                return None;
+            };
+            if rs.metadata.uid != reference.uid {
+                return None;
+            }
+            if let Some(owner) = controller_of(&rs.metadata.owner_references) {
+                if owner.kind == "Deployment" {
+                    if let Some(Object::Deployment(d)) =
+                        cache.get(Kind::Deployment, ns, &owner.name)
+                    {
+                        if d.metadata.uid == owner.uid {
+                            return Some((d.metadata.uid.clone(), d.spec.replicas));
+                        }
+                    }
+                }
+            }
+            Some((rs.metadata.uid.clone(), rs.spec.replicas))
+        }
+        "Deployment" => match cache.get(Kind::Deployment, ns, &reference.name) {
+            Some(Object::Deployment(d)) if d.metadata.uid == reference.uid => {
+                Some((d.metadata.uid.clone(), d.spec.replicas))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The budget as preemption reads it, from its status (kept by [`reconcile`]).
+pub fn disruption_budget(pdb: &PodDisruptionBudget) -> DisruptionBudget {
+    DisruptionBudget {
+        namespace: pdb.metadata.namespace.clone(),
+        name: pdb.metadata.name.clone(),
+        selector: pdb.spec.selector.clone(),
+        disruptions_allowed: pdb.status.disruptions_allowed,
+    }
+}
+
+/// Recounts one budget and writes its status if it changed.
+pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Result<(), Error> {
+    let Some(Object::PodDisruptionBudget(pdb)) = m
+        .cache
+        .get(Kind::PodDisruptionBudget, namespace, name)
+        .cloned()
+    else {
+        return Ok(());
+    };
+    let pods: Vec<&Pod> = m
+        .cache
+        .pods(namespace)
+        .into_iter()
+        .filter(|p| covers(&pdb, p))
+        .collect();
+    let cache = &m.cache;
+    let status = match budget_status(&pdb, &pods, &|p| controller_scale(cache, p)) {
+        Ok(status) => status,
+        Err((status, error)) => {
+            debug!(budget = %name, %error, "expected pod count failed");
+            if pdb.status.disruptions_allowed != 0
+                || pdb.status.current_healthy != status.current_healthy
+            {
+                m.events.record(
+                    object_ref(&Object::PodDisruptionBudget(pdb.clone())),
+                    WARNING,
+                    "CalculateExpectedPodCountFailed",
+                    format!("Failed to calculate the number of expected pods: {error}"),
+                );
+            }
+            status
+        }
+    };
+    let same = pdb.status.current_healthy == status.current_healthy
+        && pdb.status.desired_healthy == status.desired_healthy
+        && pdb.status.disruptions_allowed == status.disruptions_allowed
+        && pdb.status.expected_pods == status.expected_pods;
+    if same {
+        return Ok(());
+    }
+    let mut updated = pdb.clone();
+    updated.status.current_healthy = status.current_healthy;
+    updated.status.desired_healthy = status.desired_healthy;
+    updated.status.disruptions_allowed = status.disruptions_allowed;
+    updated.status.expected_pods = status.expected_pods;
+    m.commit(vec![Op::Update {
+        object: Object::PodDisruptionBudget(updated),
+        precondition: Precondition::ResourceVersion(pdb.metadata.resource_version.clone()),
+    }])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_proto::model::{ObjectMeta, PodCondition, PodPhase, Time};
+
+    fn pdb(spec: &str) -> PodDisruptionBudget {
+        serde_yaml_ng::from_str(&format!(
+            "metadata: {{name: b, namespace: default}}\nspec: {{{spec}}}\n"
+        ))
+        .expect("test budget parses")
+    }
+
+    /// A `web` pod; `owner` is the uid of its controller (scale looked up by the test).
+    fn pod(name: &str, ready: bool, owner: &str) -> Pod {
+        let mut p = Pod {
+            metadata: ObjectMeta {
+                name: name.into(),
+                namespace: "default".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        p.metadata.labels.insert("app".into(), "web".into());
+        if !owner.is_empty() {
+            p.metadata
+                .owner_references
+                .push(berth_proto::model::OwnerReference {
+                    kind: "ReplicaSet".into(),
+                    name: owner.into(),
+                    uid: owner.into(),
+                    controller: Some(true),
+                    ..Default::default()
+                });
+        }
+        if ready {
+            p.status.phase = PodPhase::Running;
+            p.status.conditions.push(PodCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..Default::default()
+            });
+        }
+        p
+    }
+
+    #[test]
+    fn status_arithmetic_matches_the_disruption_controller() {
+        struct Case {
+            name: &'static str,
+            spec: &'static str,
+            /// (ready, owner uid) of each covered pod.
+            pods: Vec<(bool, &'static str)>,
+            want: Result<(i32, i32, i32, i32), &'static str>,
+        }
+        const SEL: &str = "selector: {matchLabels: {app: web}}";
+        let cases = vec![
+            Case {
+                name: "minAvailable int counts the pods",
+                spec: "minAvailable: 2",
+                pods: vec![(true, ""), (true, ""), (true, "")],
+                want: Ok((3, 2, 1, 3)),
+            },
+            Case {
+                name: "minAvailable int with unready pods",
+                spec: "minAvailable: 2",
+                pods: vec![(true, "rs"), (false, "rs"), (true, "rs")],
+                want: Ok((2, 2, 0, 3)),
+            },
+            Case {
+                name: "minAvailable percent rounds up against the scale",
+                spec: "minAvailable: 50%",
+                // The controller wants 5 replicas; 3 pods exist.
+                pods: vec![(true, "rs"), (true, "rs"), (true, "rs")],
+                want: Ok((3, 3, 0, 5)),
+            },
+            Case {
+                name: "maxUnavailable int",
+                spec: "maxUnavailable: 1",
+                pods: vec![
+                    (true, "rs"),
+                    (true, "rs"),
+                    (true, "rs"),
+                    (true, "rs"),
+                    (true, "rs"),
+                ],
+                want: Ok((5, 4, 1, 5)),
+            },
+            Case {
+                name: "maxUnavailable percent rounds up",
+                spec: "maxUnavailable: 30%",
+                pods: vec![
+                    (true, "rs"),
+                    (true, "rs"),
+                    (true, "rs"),
+                    (true, "rs"),
+                    (true, "rs"),
+                ],
+                want: Ok((5, 3, 2, 5)),
+            },
+            Case {
+                name: "maxUnavailable with a bare pod fails safe",
+                spec: "maxUnavailable: 1",
+                pods: vec![(true, "rs"), (true, "")],
+                want: Err("found no controllers for pod \"p1\""),
+            },
+            Case {
+                name: "no pod expected allows nothing",
+                spec: "minAvailable: 0",
+                pods: vec![],
+                want: Ok((0, 0, 0, 0)),
+            },
+            Case {
+                name: "neither field",
+                spec: "",
+                pods: vec![(true, "rs")],
+                want: Ok((1, 0, 0, 0)),
+            },
+        ];
+        for case in cases {
+            let spec = if case.spec.is_empty() {
+                SEL.to_string()
+            } else {
+                format!("{}, {SEL}", case.spec)
+            };
+            let budget = pdb(&spec);
+            let pods: Vec<Pod> = case
+                .pods
+                .iter()
+                .enumerate()
+                .map(|(i, (ready, owner))| pod(&format!("p{i}"), *ready, owner))
+                .collect();
+            let refs: Vec<&Pod> = pods.iter().collect();
+            let scale =
+                |p: &Pod| controller_of(&p.metadata.owner_references).map(|r| (r.uid.clone(), 5));
+            let got = budget_status(&budget, &refs, &scale);
+            match (got, case.want) {
+                (Ok(s), Ok((healthy, desired, allowed, expected))) => assert_eq!(
+                    (
+                        s.current_healthy,
+                        s.desired_healthy,
+                        s.disruptions_allowed,
+                        s.expected_pods
+                    ),
+                    (healthy, desired, allowed, expected),
+                    "{}",
+                    case.name
+                ),
+                (Err((s, e)), Err(want)) => {
+                    assert_eq!(e.to_string(), want, "{}", case.name);
+                    assert_eq!(s.disruptions_allowed, 0, "{}: fail-safe", case.name);
+                }
+                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
+            }
+        }
+    }
+
+    #[test]
+    fn terminating_pods_are_not_healthy_and_selectors_scope_the_budget() {
+        let budget = pdb("minAvailable: 1, selector: {matchLabels: {app: web}}");
+        let mut terminating = pod("t", true, "");
+        terminating.metadata.deletion_timestamp = Some(Time::from_unix_nanos(0));
+        let healthy = pod("h", true, "");
+        let refs = vec![&terminating, &healthy];
+        let status = budget_status(&budget, &refs, &|_| None).expect("int minAvailable");
+        assert_eq!(status.current_healthy, 1);
+        assert_eq!(status.disruptions_allowed, 0);
+
+        let mut other_ns = pod("o", true, "");
+        other_ns.metadata.namespace = "other".into();
+        assert!(covers(&budget, &healthy));
+        assert!(!covers(&budget, &other_ns));
+        assert!(
+            !covers(&pdb("minAvailable: 1"), &healthy),
+            "no selector covers nothing"
+        );
+        assert!(
+            covers(&pdb("minAvailable: 1, selector: {}"), &healthy),
+            "{{}} covers all"
+        );
+    }
+}

@@ -1,0 +1,500 @@
+//! The in-process runner: the server's own scheduling loop, writer and event recorder over a
+//! real [`SledStore`] on disk, driven the way scheduler_perf drives kube-scheduler. Objects
+//! go through admission and into the store in batches (the store stands in for the API
+//! server); binds are group-committed by the [`Writer`] exactly as in `berth-scheduler`,
+//! and a pod counts as scheduled when its bind is in the store.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use berth_proto::model::{Kind, Object, ObjectKey, Pod};
+use berth_store::{Change, ObjectStore, Op, Precondition, SledStore};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use super::histogram::LatencyHistogram;
+use super::report::{peak_rss_bytes, Latency, Mode, Report, Throughput};
+use super::workloads::{is_measured, priority_classes, PodTemplate, Workload, MEASURED_NAMESPACE};
+use crate::profile::{Profile, Profiles};
+use crate::server::admission;
+use crate::server::events::EventRecorder;
+use crate::server::scheduling::SchedulingLoop;
+use crate::server::writer::Writer;
+
+/// Length of one throughput sample.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A final partial sample shorter than this is left out (too short to mean anything).
+const MIN_PARTIAL_SAMPLE: Duration = Duration::from_millis(100);
+
+/// How often the runner checks progress while waiting.
+const POLL: Duration = Duration::from_millis(5);
+
+/// How to run a workload in process.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Folder for the store (created if missing); the caller removes it.
+    pub data_dir: PathBuf,
+    /// Seed of the scheduler's tie-breaking.
+    pub seed: u64,
+    /// Objects per store transaction when creating nodes and pods.
+    pub batch: usize,
+    /// Longest wait for a phase (initial pods, measured pods) to complete.
+    pub timeout: Duration,
+}
+
+impl RunOptions {
+    /// Defaults: seed 1, batches of 500, 10 minutes per phase.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        RunOptions {
+            data_dir: data_dir.into(),
+            seed: 1,
+            batch: 500,
+            timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PerfError {
+    /// The data folder could not be created.
+    #[error("creating {path}: {source}")]
+    DataDir {
+        /// The folder.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store could not be opened or written.
+    #[error("store: {0}")]
+    Store(#[from] berth_store::Error),
+    /// Admission refused a generated object (a bug in the templates).
+    #[error("admitting {object}: {message}")]
+    Admission {
+        /// The object.
+        object: String,
+        /// Why.
+        message: String,
+    },
+    /// A phase did not complete in time.
+    #[error("{phase}: only {bound} of {expected} pods bound after {timeout:?}")]
+    Timeout {
+        /// The phase (`initial pods`, `measured pods`).
+        phase: &'static str,
+        /// Pods bound so far.
+        bound: usize,
+        /// Pods expected.
+        expected: usize,
+        /// The limit.
+        timeout: Duration,
+    },
+    /// The workload needs a plugin the default profile lacks.
+    #[error("{workload} needs the {plugin} plugin, which the default profile does not have; the workload measures nothing")]
+    MissingPlugin {
+        /// The workload.
+        workload: String,
+        /// The plugin.
+        plugin: &'static str,
+    },
+    /// A blocking task panicked or was cancelled.
+    #[error("background task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Checks that the default profile can run the workload (PreemptionBasic needs a PostFilter).
+pub fn check_profile(workload: &Workload) -> Result<(), PerfError> {
+    let needs_preemption = workload.measured.template == PodTemplate::HighPriority;
+    if needs_preemption && Profile::default_profile().post_filter.is_none() {
+        return Err(PerfError::MissingPlugin {
+            workload: workload.name.to_string(),
+            plugin: "DefaultPreemption",
+        });
+    }
+    Ok(())
+}
+
+/// Counts first binds of pods, split into measured and other pods, from the store's change
+/// stream (re-listing the store if the stream lags).
+#[derive(Default)]
+pub struct BindCounter {
+    measured: AtomicUsize,
+    other: AtomicUsize,
+}
+
+impl BindCounter {
+    /// Measured pods bound so far.
+    pub fn measured(&self) -> usize {
+        self.measured.load(Ordering::Acquire)
+    }
+
+    /// Other pods bound so far.
+    pub fn other(&self) -> usize {
+        self.other.load(Ordering::Acquire)
+    }
+
+    fn count(&self, pod: &Pod, seen: &mut HashSet<String>) {
+        if pod.spec.node_name.is_empty() || !seen.insert(pod.metadata.uid.clone()) {
+            return;
+        }
+        if is_measured(pod) {
+            self.measured.fetch_add(1, Ordering::AcqRel);
+        } else {
+            self.other.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Follows `changes` until the channel closes or `stop` fires.
+    async fn follow(
+        self: Arc<Self>,
+        store: Arc<dyn ObjectStore>,
+        mut changes: broadcast::Receiver<Arc<Change>>,
+        stop: CancellationToken,
+    ) {
+        let mut seen = HashSet::new();
+        loop {
+            let change = tokio::select! {
+                _ = stop.cancelled() => return,
+                change = changes.recv() => change,
+            };
+            match change {
+                Ok(change) => {
+                    if let Object::Pod(pod) = &change.object {
+                        self.count(pod, &mut seen);
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    // Binds are never undone by the workloads, so a re-list only adds.
+                    if let Ok(objects) = store.list(Kind::Pod, None) {
+                        for object in objects {
+                            if let Object::Pod(pod) = object {
+                                self.count(&pod, &mut seen);
+                            }
+                        }
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+}
+
+/// Admits and stores objects in transactions of `batch` objects.
+pub async fn create_all(
+    store: &Arc<dyn ObjectStore>,
+    objects: Vec<Object>,
+    batch: usize,
+) -> Result<(), PerfError> {
+    let mut objects = objects.into_iter().peekable();
+    while objects.peek().is_some() {
+        let chunk: Vec<Object> = objects.by_ref().take(batch.max(1)).collect();
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || -> Result<(), PerfError> {
+            let mut ops = Vec::with_capacity(chunk.len());
+            for object in chunk {
+                let described = admission::describe(&object);
+                let admitted = admission::admit(store.as_ref(), object).map_err(|e| {
+                    PerfError::Admission {
+                        object: described,
+                        message: e.to_string(),
+                    }
+                })?;
+                ops.push(Op::Create(admitted));
+            }
+            store.commit(ops)?;
+            Ok(())
+        })
+        .await??;
+    }
+    Ok(())
+}
+
+/// Waits until `done()` or the timeout; returns whether it completed.
+async fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    true
+}
+
+/// Samples a counter every [`SAMPLE_INTERVAL`] until it reaches `target` (or `timeout`
+/// passes): returns the per-second rates and the time taken. The last, partial window counts
+/// if it lasted at least [`MIN_PARTIAL_SAMPLE`].
+pub async fn sample_until(
+    start: Instant,
+    target: usize,
+    timeout: Duration,
+    counter: impl Fn() -> usize,
+) -> (Vec<f64>, Duration, bool) {
+    let mut samples = Vec::new();
+    let mut window_start = start;
+    let mut window_count = counter();
+    loop {
+        let now = Instant::now();
+        let count = counter();
+        if count >= target {
+            let window = now - window_start;
+            if window >= MIN_PARTIAL_SAMPLE || samples.is_empty() {
+                samples.push((count - window_count) as f64 / window.as_secs_f64().max(1e-9));
+            }
+            return (samples, now - start, true);
+        }
+        if now - start >= timeout {
+            return (samples, now - start, false);
+        }
+        if now - window_start >= SAMPLE_INTERVAL {
+            samples.push((count - window_count) as f64 / (now - window_start).as_secs_f64());
+            window_start = now;
+            window_count = count;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Attempt latency from the loop's histogram, in milliseconds.
+pub fn latency_of(histogram: &LatencyHistogram) -> Latency {
+    let ms = |q| histogram.quantile(q).map_or(0.0, |d| d.as_secs_f64() * 1e3);
+    Latency {
+        p50: ms(0.5),
+        p99: ms(0.99),
+        attempts: histogram.count(),
+    }
+}
+
+/// Creates a node and a never-fitting pod every interval, deleting the previous tick's.
+async fn churn(
+    store: Arc<dyn ObjectStore>,
+    workload: Workload,
+    interval: Duration,
+    stop: CancellationToken,
+) -> Result<usize, PerfError> {
+    let mut tick = 0usize;
+    let mut previous: Option<(String, String)> = None;
+    let mut timer = tokio::time::interval(interval);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return Ok(tick),
+            _ = timer.tick() => {}
+        }
+        let mut node = workload.node(workload.nodes + tick);
+        node.metadata.name = format!("churn-node-{tick:06}");
+        let pod_name = format!("churn-pod-{tick:06}");
+        let pod = PodTemplate::HighPriorityLargeCpu.pod(MEASURED_NAMESPACE, &pod_name);
+        let node_name = node.metadata.name.clone();
+        create_all(&store, vec![Object::Node(node), Object::Pod(pod)], 2).await?;
+        if let Some((old_node, old_pod)) = previous.replace((node_name, pod_name)) {
+            let store = store.clone();
+            tokio::task::spawn_blocking(move || {
+                store.commit(vec![
+                    Op::Delete {
+                        key: ObjectKey::new(Kind::Pod, MEASURED_NAMESPACE, &old_pod),
+                        precondition: Precondition::None,
+                    },
+                    Op::Delete {
+                        key: ObjectKey::new(Kind::Node, "", &old_node),
+                        precondition: Precondition::None,
+                    },
+                ])
+            })
+            .await??;
+        }
+        tick += 1;
+    }
+}
+
+/// The objects created before the measured phase, and the number of pods to wait for.
+fn initial_objects(workload: &Workload) -> (Vec<Object>, usize) {
+    let mut objects = Vec::new();
+    let mut waited = 0;
+    for (group, wait) in &workload.init {
+        objects.extend((0..group.count).map(|i| Object::Pod(group.pod(i))));
+        if *wait {
+            waited += group.count;
+        }
+    }
+    (objects, waited)
+}
+
+/// Runs a workload in this process and reports its measured phase.
+pub async fn run_in_process(workload: &Workload, options: &RunOptions) -> Result<Report, PerfError> {
+    check_profile(workload)?;
+    std::fs::create_dir_all(&options.data_dir).map_err(|source| PerfError::DataDir {
+        path: options.data_dir.clone(),
+        source,
+    })?;
+    let store: Arc<dyn ObjectStore> = Arc::new(SledStore::open(&options.data_dir)?);
+    let shutdown = CancellationToken::new();
+
+    // The server's own pieces, wired as `server::run` wires them.
+    let (failures_tx, failures_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (writer, writer_task) = Writer::spawn(store.clone(), failures_tx);
+    let recorder = EventRecorder::new(writer.clone(), "default-scheduler");
+    let scheduling = SchedulingLoop::new(
+        store.clone(),
+        writer.clone(),
+        failures_rx,
+        recorder,
+        Profiles::default(),
+        options.seed,
+    );
+    let latency = scheduling.attempt_latency();
+    let counter = Arc::new(BindCounter::default());
+    let follower = tokio::spawn(counter.clone().follow(
+        store.clone(),
+        store.subscribe(),
+        shutdown.clone(),
+    ));
+    let loop_thread = scheduling.spawn(shutdown.clone());
+
+    let result = drive(workload, options, &store, &counter, &latency, &shutdown).await;
+
+    shutdown.cancel();
+    let _ = tokio::task::spawn_blocking(move || loop_thread.join()).await;
+    let _ = follower.await;
+    drop(writer);
+    let _ = writer_task.await;
+    result
+}
+
+/// The phases of a run, once the scheduler is up.
+async fn drive(
+    workload: &Workload,
+    options: &RunOptions,
+    store: &Arc<dyn ObjectStore>,
+    counter: &Arc<BindCounter>,
+    latency: &Arc<LatencyHistogram>,
+    shutdown: &CancellationToken,
+) -> Result<Report, PerfError> {
+    if workload.needs_priority_classes() {
+        let classes = priority_classes()
+            .into_iter()
+            .map(Object::PriorityClass)
+            .collect();
+        create_all(store, classes, options.batch).await?;
+    }
+    let nodes = (0..workload.nodes)
+        .map(|i| Object::Node(workload.node(i)))
+        .collect();
+    create_all(store, nodes, options.batch).await?;
+
+    let (init, waited) = initial_objects(workload);
+    let init_pods = init.len();
+    create_all(store, init, options.batch).await?;
+    if !wait_until(options.timeout, || counter.other() >= waited).await {
+        return Err(PerfError::Timeout {
+            phase: "initial pods",
+            bound: counter.other(),
+            expected: waited,
+            timeout: options.timeout,
+        });
+    }
+
+    // Measured phase: from the first measured pod's creation to the last one's bind.
+    latency.reset();
+    let start = Instant::now();
+    let churn_task = workload.churn.map(|c| {
+        tokio::spawn(churn(
+            store.clone(),
+            workload.clone(),
+            c.interval,
+            shutdown.child_token(),
+        ))
+    });
+    let measured: Vec<Object> = workload
+        .measured_pods()
+        .into_iter()
+        .map(Object::Pod)
+        .collect();
+    let creator = {
+        let store = store.clone();
+        let batch = options.batch;
+        tokio::spawn(async move {
+            create_all(&store, measured, batch).await?;
+            Ok::<Duration, PerfError>(start.elapsed())
+        })
+    };
+    let target = workload.measured.count;
+    let (samples, elapsed, complete) =
+        sample_until(start, target, options.timeout, || counter.measured()).await;
+    let attempts = latency_of(latency);
+    let mut notes = vec![
+        "latency: scheduling attempts of the measured phase, in the loop (cycle, assume, hand-off to the writer)".to_string(),
+    ];
+    if let Some(task) = churn_task {
+        shutdown.cancel();
+        let ticks = task.await??;
+        notes.push(format!("churn: {ticks} node/pod pairs created and deleted"));
+    }
+    let created_in = creator.await??;
+    notes.push(format!(
+        "measured pods created in {:.2}s ({} per transaction)",
+        created_in.as_secs_f64(),
+        options.batch
+    ));
+    if !complete {
+        return Err(PerfError::Timeout {
+            phase: "measured pods",
+            bound: counter.measured(),
+            expected: target,
+            timeout: options.timeout,
+        });
+    }
+    if workload.stream.is_some() {
+        notes.push(format!(
+            "{} never-fitting high-priority pods streamed with the measured pods",
+            workload.stream_pods()
+        ));
+    }
+    Ok(Report {
+        workload: workload.name.to_string(),
+        mode: Mode::InProcess,
+        nodes: workload.nodes,
+        init_pods,
+        measured_pods: target,
+        duration_seconds: elapsed.as_secs_f64(),
+        throughput: Throughput::new(samples, target, elapsed),
+        latency_ms: attempts,
+        peak_rss_bytes: peak_rss_bytes(None).unwrap_or(0),
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::workloads::WorkloadName;
+
+    /// Every workload runs end to end at a tiny size (a smoke test of the harness, not a
+    /// measurement).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tiny_workloads_complete() {
+        for name in WorkloadName::ALL {
+            // 30 nodes leave room for one anti-affinity pod or one preemptor per node. Few
+            // preemptors: each waits out a back-off after preempting.
+            let pods = if name == WorkloadName::PreemptionBasic { 2 } else { 20 };
+            let workload = Workload::new(name).with_nodes(30).with_measured_pods(pods);
+            if check_profile(&workload).is_err() {
+                continue;
+            }
+            let dir = tempfile::tempdir().expect("temporary folder");
+            let mut options = RunOptions::new(dir.path().join("store"));
+            options.timeout = Duration::from_secs(60);
+            let report = run_in_process(&workload, &options)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(report.measured_pods, pods, "{name}");
+            assert_eq!(report.nodes, 30, "{name}");
+            assert!(report.throughput.average > 0.0, "{name}");
+            assert!(report.latency_ms.attempts >= pods as u64, "{name}: {report:?}");
+            assert!(report.peak_rss_bytes > 0, "{name}");
+        }
+    }
+}

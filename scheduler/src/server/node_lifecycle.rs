@@ -1,0 +1,1017 @@
+//! The node lifecycle controller (kube's node-lifecycle-controller with TaintNodesByCondition):
+//! watches agent heartbeats, marks a silent node's conditions Unknown after the grace period,
+//! and keeps the condition taints (`not-ready`, `unreachable`, `memory-pressure`, ...) in step
+//! with the node's conditions, adding the NoExecute ones at a limited rate.
+//!
+//! Heartbeat times live in memory ([`NodeHealth`], fed by the agent service): after a scheduler
+//! restart every node gets a fresh grace period, so that a restart does not taint the whole
+//! cluster. Only nodes an agent looks after are watched for silence: a node whose Ready
+//! condition carries a `lastHeartbeatTime` (agents always send one) or that an agent reached in
+//! this process. A node written in a manifest and never heard from is left alone; its taints
+//! still follow the conditions written in it.
+//!
+//! Taints from conditions, as in Kubernetes:
+//!
+//! | condition | taint |
+//! | --- | --- |
+//! | Ready=False | `node.kubernetes.io/not-ready` NoSchedule and NoExecute |
+//! | Ready=Unknown | `node.kubernetes.io/unreachable` NoSchedule and NoExecute |
+//! | MemoryPressure=True | `node.kubernetes.io/memory-pressure:NoSchedule` |
+//! | DiskPressure=True | `node.kubernetes.io/disk-pressure:NoSchedule` |
+//! | PIDPressure=True | `node.kubernetes.io/pid-pressure:NoSchedule` |
+//! | NetworkUnavailable=True | `node.kubernetes.io/network-unavailable:NoSchedule` |
+//!
+//! NoSchedule taints follow at once. A new NoExecute taint (the one that evicts pods, through
+//! the taint eviction controller) waits its turn in a queue drained by a token bucket of
+//! `--node-eviction-rate` nodes per second, burst 1, so that a partition does not empty the
+//! cluster at once; switching between not-ready and unreachable, and removing either, happen at
+//! once. kube's per-zone disruption states (which slow or stop this rate when much of a zone
+//! is down) are not modelled.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use berth_proto::model::{Kind, Node, NodeCondition, Object, Taint, TaintEffect, Time};
+use berth_store::{Change, ObjectStore, Op, Precondition};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use super::error::Result;
+use super::events::{node_ref, EventRecorder, NORMAL};
+
+/// Taint of a node whose agent reports Ready=False.
+pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
+/// Taint of a node whose agent stopped reporting (Ready=Unknown).
+pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+/// Taint of a node under memory pressure.
+pub const TAINT_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
+/// Taint of a node under disk pressure.
+pub const TAINT_DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
+/// Taint of a node under PID pressure.
+pub const TAINT_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
+/// Taint of a node whose network is not set up.
+pub const TAINT_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+
+/// Reason of a condition the controller set to Unknown.
+pub const REASON_NODE_STATUS_UNKNOWN: &str = "NodeStatusUnknown";
+/// Message of a condition the controller set to Unknown.
+pub const MESSAGE_NODE_STATUS_UNKNOWN: &str = "Kubelet stopped posting node status.";
+/// Event reason recorded on a node that went from Ready to not ready.
+pub const EVENT_NODE_NOT_READY: &str = "NodeNotReady";
+
+/// Name the controller's events report as.
+pub const COMPONENT: &str = "node-controller";
+
+/// Conditions besides Ready that are set to Unknown with it (kube's remaining node condition
+/// types; NetworkUnavailable belongs to the network plugin and is left as it is).
+const REMAINING_CONDITIONS: [&str; 3] = ["MemoryPressure", "DiskPressure", "PIDPressure"];
+
+/// Condition type and status → the NoSchedule taint it brings (kube's
+/// `nodeConditionToTaintKeyStatusMap`).
+const CONDITION_TAINTS: [(&str, &str, &str); 6] = [
+    ("Ready", "False", TAINT_NOT_READY),
+    ("Ready", "Unknown", TAINT_UNREACHABLE),
+    ("MemoryPressure", "True", TAINT_MEMORY_PRESSURE),
+    ("DiskPressure", "True", TAINT_DISK_PRESSURE),
+    ("PIDPressure", "True", TAINT_PID_PRESSURE),
+    ("NetworkUnavailable", "True", TAINT_NETWORK_UNAVAILABLE),
+];
+
+/// Settings of the controller, from `berth-scheduler`'s flags.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LifecycleConfig {
+    /// How often node health is checked (`--node-monitor-period`).
+    pub monitor_period: Duration,
+    /// Silence after which a node goes Unknown (`--node-monitor-grace-period`).
+    pub grace_period: Duration,
+    /// Nodes per second that may get a new not-ready or unreachable NoExecute taint
+    /// (`--node-eviction-rate`); 0 stops such taints altogether.
+    pub eviction_rate: f64,
+}
+
+impl Default for LifecycleConfig {
+    /// kube-controller-manager's defaults: 5 s, 50 s, 0.1 nodes/s.
+    fn default() -> Self {
+        LifecycleConfig {
+            monitor_period: Duration::from_secs(5),
+            grace_period: Duration::from_secs(50),
+            eviction_rate: 0.1,
+        }
+    }
+}
+
+/// When each node's agent was last heard from (registration, session start, heartbeat).
+/// Shared between the agent service, which records, and the controller, which reads.
+#[derive(Debug, Default)]
+pub struct NodeHealth {
+    heard: Mutex<HashMap<String, Instant>>,
+}
+
+impl NodeHealth {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Notes that the agent of `node` was heard from just now.
+    pub fn record(&self, node: &str) {
+        self.record_at(node, Instant::now());
+    }
+
+    /// Notes that the agent of `node` was heard from at `at`.
+    pub fn record_at(&self, node: &str, at: Instant) {
+        self.lock().insert(node.to_string(), at);
+    }
+
+    /// When the agent of `node` was last heard from, if it was since the scheduler started.
+    pub fn last_heard(&self, node: &str) -> Option<Instant> {
+        self.lock().get(node).copied()
+    }
+
+    /// The last time `node` was heard from; a node not heard from yet counts as heard at
+    /// `now`, which starts its grace period.
+    fn last_heard_or_start(&self, node: &str, now: Instant) -> Instant {
+        *self.lock().entry(node.to_string()).or_insert(now)
+    }
+
+    /// Forgets the nodes not in `names` (deleted ones).
+    fn retain(&self, names: &HashSet<&str>) {
+        self.lock().retain(|n, _| names.contains(n.as_str()));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        self.heard.lock().expect("node health lock poisoned")
+    }
+}
+
+/// A token bucket: `per_second` tokens a second, holding at most `burst`; full at the start.
+/// A rate of 0 (or less) never gives a token.
+#[derive(Clone, Debug)]
+pub struct TokenBucket {
+    per_second: f64,
+    burst: f64,
+    tokens: f64,
+    updated: Instant,
+}
+
+impl TokenBucket {
+    /// A full bucket at `now`.
+    pub fn new(per_second: f64, burst: u32, now: Instant) -> Self {
+        TokenBucket {
+            per_second,
+            burst: f64::from(burst),
+            tokens: f64::from(burst),
+            updated: now,
+        }
+    }
+
+    /// Takes a token if one is there at `now`.
+    pub fn try_take(&mut self, now: Instant) -> bool {
+        if self.per_second <= 0.0 {
+            return false;
+        }
+        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst);
+        self.updated = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The queue of nodes waiting for a not-ready or unreachable NoExecute taint, in the order
+/// they started waiting, drained at the bucket's rate (kube's rate-limited NoExecute tainter).
+#[derive(Clone, Debug)]
+pub struct NoExecuteQueue {
+    waiting: VecDeque<String>,
+    bucket: TokenBucket,
+}
+
+impl NoExecuteQueue {
+    /// An empty queue letting `per_second` nodes through a second, one at a time.
+    pub fn new(per_second: f64, now: Instant) -> Self {
+        NoExecuteQueue {
+            waiting: VecDeque::new(),
+            bucket: TokenBucket::new(per_second, 1, now),
+        }
+    }
+
+    /// Brings the queue up to date with the nodes that `want` a new NoExecute taint (the
+    /// others leave it; new ones join at the end, by name), then lets through as many from the
+    /// front as the bucket allows at `now`.
+    pub fn admit(&mut self, want: &BTreeSet<String>, now: Instant) -> BTreeSet<String> {
+        self.waiting.retain(|n| want.contains(n));
+        for name in want {
+            if !self.waiting.contains(name) {
+                self.waiting.push_back(name.clone());
+            }
+        }
+        let mut admitted = BTreeSet::new();
+        while !self.waiting.is_empty() && self.bucket.try_take(now) {
+            if let Some(name) = self.waiting.pop_front() {
+                admitted.insert(name);
+            }
+        }
+        admitted
+    }
+
+    /// Puts a node let through whose taint could not be written back at the front.
+    pub fn requeue_front(&mut self, name: String) {
+        self.waiting.push_front(name);
+    }
+
+    /// The nodes waiting, front first.
+    pub fn waiting(&self) -> impl Iterator<Item = &str> {
+        self.waiting.iter().map(String::as_str)
+    }
+}
+
+/// The status of a node condition, if the node has it.
+fn condition_status<'a>(node: &'a Node, type_: &str) -> Option<&'a str> {
+    node.condition(type_).map(|c| c.status.as_str())
+}
+
+/// Whether an agent looks after the node: its Ready condition carries a heartbeat time.
+fn has_agent_heartbeat(node: &Node) -> bool {
+    node.condition("Ready")
+        .is_some_and(|c| c.last_heartbeat_time.is_some())
+}
+
+/// Sets Ready and the remaining conditions the node has to Unknown (reason
+/// [`REASON_NODE_STATUS_UNKNOWN`]), keeping their heartbeat times. Returns whether Ready
+/// changed (it was not Unknown already). A node without a Ready condition is left as it is.
+pub fn mark_unknown(node: &mut Node, now: Time) -> bool {
+    if condition_status(node, "Ready").is_none_or(|s| s == "Unknown") {
+        return false;
+    }
+    for condition in node
+        .status
+        .conditions
+        .iter_mut()
+        .filter(|c| c.type_ == "Ready" || REMAINING_CONDITIONS.contains(&c.type_.as_str()))
+    {
+        if condition.status != "Unknown" {
+            *condition = NodeCondition {
+                type_: std::mem::take(&mut condition.type_),
+                status: "Unknown".into(),
+                reason: REASON_NODE_STATUS_UNKNOWN.into(),
+                message: MESSAGE_NODE_STATUS_UNKNOWN.into(),
+                last_heartbeat_time: condition.last_heartbeat_time,
+                last_transition_time: Some(now),
+            };
+        }
+    }
+    true
+}
+
+/// The NoExecute taint key the node's Ready condition calls for: not-ready for False,
+/// unreachable for Unknown, none for True or no Ready condition.
+pub fn wanted_no_execute(node: &Node) -> Option<&'static str> {
+    match condition_status(node, "Ready") {
+        Some("False") => Some(TAINT_NOT_READY),
+        Some("Unknown") => Some(TAINT_UNREACHABLE),
+        _ => None,
+    }
+}
+
+/// Whether a taint is one this controller owns with this effect.
+fn is_managed(taint: &Taint) -> bool {
+    match taint.effect {
+        TaintEffect::NoExecute => {
+            [TAINT_NOT_READY, TAINT_UNREACHABLE].contains(&taint.key.as_str())
+        }
+        TaintEffect::NoSchedule => CONDITION_TAINTS.iter().any(|(_, _, k)| *k == taint.key),
+        TaintEffect::PreferNoSchedule => false,
+    }
+}
+
+/// The not-ready or unreachable NoExecute taint the node carries, if any.
+pub fn current_no_execute(node: &Node) -> Option<&str> {
+    node.spec
+        .taints
+        .iter()
+        .find(|t| t.effect == TaintEffect::NoExecute && is_managed(t))
+        .map(|t| t.key.as_str())
+}
+
+/// The node's taints once the controller's are in step with its conditions: the NoSchedule
+/// condition taints it calls for, and `no_execute` as the only not-ready/unreachable NoExecute
+/// taint (one added now gets `timeAdded`; one kept keeps its own). Taints set by others come
+/// first, in their order.
+pub fn reconcile_taints(node: &Node, no_execute: Option<&str>, now: Time) -> Vec<Taint> {
+    let mut taints: Vec<Taint> = node
+        .spec
+        .taints
+        .iter()
+        .filter(|t| !is_managed(t))
+        .cloned()
+        .collect();
+    for (type_, status, key) in CONDITION_TAINTS {
+        if condition_status(node, type_) == Some(status) {
+            let kept = node
+                .spec
+                .taints
+                .iter()
+                .find(|t| t.key == key && t.effect == TaintEffect::NoSchedule);
+            taints.push(kept.cloned().unwrap_or(Taint {
+                key: key.to_string(),
+                value: String::new(),
+                effect: TaintEffect::NoSchedule,
+                time_added: None,
+            }));
+        }
+    }
+    if let Some(key) = no_execute {
+        let kept = node
+            .spec
+            .taints
+            .iter()
+            .find(|t| t.key == key && t.effect == TaintEffect::NoExecute);
+        taints.push(kept.cloned().unwrap_or(Taint {
+            key: key.to_string(),
+            value: String::new(),
+            effect: TaintEffect::NoExecute,
+            time_added: Some(now),
+        }));
+    }
+    taints
+}
+
+/// What one pass decided for one node.
+struct Plan {
+    stored: Node,
+    updated: Node,
+    went_unknown: bool,
+}
+
+/// The controller. [`NodeLifecycleController::pass`] does one round; [`run`] drives it.
+pub struct NodeLifecycleController {
+    store: Arc<dyn ObjectStore>,
+    health: Arc<NodeHealth>,
+    config: LifecycleConfig,
+    queue: NoExecuteQueue,
+    events: EventRecorder,
+}
+
+impl NodeLifecycleController {
+    /// A controller over `store`, reading heartbeats from `health`, recording events with
+    /// `events`.
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        health: Arc<NodeHealth>,
+        config: LifecycleConfig,
+        events: EventRecorder,
+    ) -> Self {
+        NodeLifecycleController {
+            store,
+            health,
+            queue: NoExecuteQueue::new(config.eviction_rate, Instant::now()),
+            config,
+            events,
+        }
+    }
+
+    /// One round over every node at `now`: silent nodes go Unknown, taints follow conditions.
+    /// A node changed meanwhile by someone else is left for the next round.
+    pub fn pass(&mut self, now: Instant) -> Result<()> {
+        let wall = Time::now();
+        let mut nodes: Vec<Node> = self
+            .store
+            .list(Kind::Node, None)?
+            .into_iter()
+            .filter_map(|o| match o {
+                Object::Node(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let names: HashSet<&str> = nodes.iter().map(|n| n.metadata.name.as_str()).collect();
+        self.health.retain(&names);
+
+        let mut plans = Vec::with_capacity(nodes.len());
+        let mut want_new = BTreeSet::new();
+        for node in &nodes {
+            let name = &node.metadata.name;
+            let mut updated = node.clone();
+            let mut went_unknown = false;
+            if self.health.last_heard(name).is_some() || has_agent_heartbeat(node) {
+                let last = self.health.last_heard_or_start(name, now);
+                if now.saturating_duration_since(last) > self.config.grace_period {
+                    went_unknown = mark_unknown(&mut updated, wall);
+                }
+            }
+            if wanted_no_execute(&updated).is_some() && current_no_execute(&updated).is_none() {
+                want_new.insert(name.clone());
+            }
+            plans.push(Plan {
+                stored: node.clone(),
+                updated,
+                went_unknown,
+            });
+        }
+        let admitted = self.queue.admit(&want_new, now);
+        if let Some(first) = self.queue.waiting().next() {
+            debug!(next = %first, waiting = want_new.len() - admitted.len(), "nodes wait for a NoExecute taint");
+        }
+
+        for mut plan in plans {
+            let name = plan.stored.metadata.name.clone();
+            let wanted = wanted_no_execute(&plan.updated);
+            let no_execute = match (wanted, current_no_execute(&plan.updated)) {
+                (None, _) => None,
+                // Switching between not-ready and unreachable is not rate-limited.
+                (Some(key), Some(_)) => Some(key),
+                (Some(key), None) if admitted.contains(&name) => Some(key),
+                (Some(_), None) => None,
+            };
+            plan.updated.spec.taints = reconcile_taints(&plan.updated, no_execute, wall);
+            if plan.updated == plan.stored {
+                continue;
+            }
+            // A heartbeat may have come in since the round began.
+            if plan.went_unknown
+                && self.health.last_heard(&name).is_some_and(|last| {
+                    now.saturating_duration_since(last) <= self.config.grace_period
+                })
+            {
+                continue;
+            }
+            let added_no_execute =
+                no_execute.is_some() && current_no_execute(&plan.stored).is_none();
+            if self.write(&plan)? {
+                if plan.went_unknown {
+                    info!(node = %name, grace_period = ?self.config.grace_period, "node stopped posting status; marked Unknown");
+                    self.events.record(
+                        node_ref(&plan.updated),
+                        NORMAL,
+                        EVENT_NODE_NOT_READY,
+                        format!("Node {name} status is now: {EVENT_NODE_NOT_READY}"),
+                    );
+                }
+                if added_no_execute {
+                    info!(node = %name, taint = ?no_execute, "node tainted NoExecute");
+                }
+            } else if added_no_execute {
+                self.queue.requeue_front(name);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a node if nobody changed it since it was read; returns whether it was written.
+    fn write(&self, plan: &Plan) -> Result<bool> {
+        let rv = plan.stored.metadata.resource_version.clone();
+        match self.store.commit(vec![Op::Update {
+            object: Object::Node(plan.updated.clone()),
+            precondition: Precondition::ResourceVersion(rv),
+        }]) {
+            Ok(_) => {
+                debug!(node = %plan.updated.metadata.name, taints = ?plan.updated.spec.taints, "node updated");
+                Ok(true)
+            }
+            Err(berth_store::Error::Conflict { .. } | berth_store::Error::NotFound { .. }) => {
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Runs the controller every monitor period, and soon after any node changes (so that
+/// pressure taints follow a condition within moments), until `shutdown` fires.
+pub async fn run(
+    controller: NodeLifecycleController,
+    mut changes: broadcast::Receiver<Arc<Change>>,
+    shutdown: CancellationToken,
+) {
+    let period = controller.config.monitor_period;
+    info!(
+        monitor_period = ?period,
+        grace_period = ?controller.config.grace_period,
+        eviction_rate = controller.config.eviction_rate,
+        "node lifecycle controller started"
+    );
+    let controller = Arc::new(Mutex::new(controller));
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => {}
+            received = changes.recv() => match received {
+                Ok(change) if change.object.kind() == Kind::Node => {}
+                // Missed changes may have been node changes: look at every node.
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Ok(_) => continue,
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+        }
+        // One round serves every change that queued up meanwhile.
+        while !changes.is_empty() {
+            if let Err(broadcast::error::TryRecvError::Closed) = changes.try_recv() {
+                return;
+            }
+        }
+        let controller = controller.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            controller
+                .lock()
+                .expect("node lifecycle controller lock poisoned")
+                .pass(Instant::now())
+        })
+        .await;
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => warn!(error = %e, "node lifecycle pass failed"),
+            Err(e) => warn!(error = %e, "node lifecycle pass panicked"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_proto::model::ObjectMeta;
+    use berth_store::SledStore;
+
+    fn condition(type_: &str, status: &str, heartbeat: bool) -> NodeCondition {
+        NodeCondition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: "AgentSaid".into(),
+            message: String::new(),
+            last_heartbeat_time: heartbeat.then(|| Time::from_unix_nanos(1_000)),
+            last_transition_time: None,
+        }
+    }
+
+    fn taint(key: &str, effect: TaintEffect) -> Taint {
+        Taint {
+            key: key.into(),
+            value: String::new(),
+            effect,
+            time_added: None,
+        }
+    }
+
+    fn node(name: &str, conditions: Vec<NodeCondition>, taints: Vec<Taint>) -> Node {
+        let mut n = Node {
+            metadata: ObjectMeta {
+                name: name.into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        n.status.conditions = conditions;
+        n.spec.taints = taints;
+        n
+    }
+
+    /// Taints as `key:Effect` strings, in order.
+    fn names(taints: &[Taint]) -> Vec<String> {
+        taints
+            .iter()
+            .map(|t| format!("{}:{}", t.key, t.effect.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn taints_follow_conditions() {
+        struct Case {
+            name: &'static str,
+            conditions: Vec<NodeCondition>,
+            taints: Vec<Taint>,
+            no_execute: Option<&'static str>,
+            want: Vec<&'static str>,
+        }
+        let cases = vec![
+            Case {
+                name: "ready node keeps only the user's taints",
+                conditions: vec![condition("Ready", "True", true)],
+                taints: vec![
+                    taint("dedicated", TaintEffect::NoSchedule),
+                    taint(TAINT_UNREACHABLE, TaintEffect::NoSchedule),
+                    taint(TAINT_UNREACHABLE, TaintEffect::NoExecute),
+                ],
+                no_execute: None,
+                want: vec!["dedicated:NoSchedule"],
+            },
+            Case {
+                name: "memory pressure adds its NoSchedule taint",
+                conditions: vec![
+                    condition("Ready", "True", true),
+                    condition("MemoryPressure", "True", true),
+                    condition("DiskPressure", "False", true),
+                ],
+                taints: vec![],
+                no_execute: None,
+                want: vec!["node.kubernetes.io/memory-pressure:NoSchedule"],
+            },
+            Case {
+                name: "pressure cleared removes the taint",
+                conditions: vec![
+                    condition("Ready", "True", true),
+                    condition("PIDPressure", "False", true),
+                ],
+                taints: vec![taint(TAINT_PID_PRESSURE, TaintEffect::NoSchedule)],
+                no_execute: None,
+                want: vec![],
+            },
+            Case {
+                name: "disk and pid pressure together",
+                conditions: vec![
+                    condition("DiskPressure", "True", true),
+                    condition("PIDPressure", "True", true),
+                ],
+                taints: vec![],
+                no_execute: None,
+                want: vec![
+                    "node.kubernetes.io/disk-pressure:NoSchedule",
+                    "node.kubernetes.io/pid-pressure:NoSchedule",
+                ],
+            },
+            Case {
+                name: "not ready gets both not-ready taints",
+                conditions: vec![condition("Ready", "False", true)],
+                taints: vec![],
+                no_execute: Some(TAINT_NOT_READY),
+                want: vec![
+                    "node.kubernetes.io/not-ready:NoSchedule",
+                    "node.kubernetes.io/not-ready:NoExecute",
+                ],
+            },
+            Case {
+                name: "unknown swaps not-ready for unreachable",
+                conditions: vec![condition("Ready", "Unknown", true)],
+                taints: vec![
+                    taint(TAINT_NOT_READY, TaintEffect::NoSchedule),
+                    taint(TAINT_NOT_READY, TaintEffect::NoExecute),
+                ],
+                no_execute: Some(TAINT_UNREACHABLE),
+                want: vec![
+                    "node.kubernetes.io/unreachable:NoSchedule",
+                    "node.kubernetes.io/unreachable:NoExecute",
+                ],
+            },
+            Case {
+                name: "unknown waiting for its turn gets only NoSchedule",
+                conditions: vec![condition("Ready", "Unknown", true)],
+                taints: vec![],
+                no_execute: None,
+                want: vec!["node.kubernetes.io/unreachable:NoSchedule"],
+            },
+            Case {
+                name: "a user's PreferNoSchedule taint with a managed key is not touched",
+                conditions: vec![condition("Ready", "True", true)],
+                taints: vec![taint(TAINT_MEMORY_PRESSURE, TaintEffect::PreferNoSchedule)],
+                no_execute: None,
+                want: vec!["node.kubernetes.io/memory-pressure:PreferNoSchedule"],
+            },
+            Case {
+                name: "manifest node without conditions gets nothing",
+                conditions: vec![],
+                taints: vec![],
+                no_execute: None,
+                want: vec![],
+            },
+        ];
+        let now = Time::from_unix_nanos(5_000_000_000);
+        for case in cases {
+            let n = node("n1", case.conditions, case.taints);
+            let got = reconcile_taints(&n, case.no_execute, now);
+            assert_eq!(names(&got), case.want, "{}", case.name);
+            for t in got.iter().filter(|t| t.effect == TaintEffect::NoExecute) {
+                let kept = n.spec.taints.iter().any(|o| o == t);
+                assert!(
+                    kept || t.time_added == Some(now),
+                    "{}: a new NoExecute taint carries timeAdded",
+                    case.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_kept_no_execute_taint_keeps_its_time() {
+        let mut existing = taint(TAINT_UNREACHABLE, TaintEffect::NoExecute);
+        existing.time_added = Some(Time::from_unix_nanos(42));
+        let n = node(
+            "n1",
+            vec![condition("Ready", "Unknown", true)],
+            vec![existing.clone()],
+        );
+        let got = reconcile_taints(&n, Some(TAINT_UNREACHABLE), Time::from_unix_nanos(99));
+        assert!(got.contains(&existing), "got {got:?}");
+    }
+
+    #[test]
+    fn silent_nodes_go_unknown() {
+        struct Case {
+            name: &'static str,
+            conditions: Vec<NodeCondition>,
+            want_changed: bool,
+            want: Vec<(&'static str, &'static str)>,
+        }
+        let cases = vec![
+            Case {
+                name: "ready and pressure conditions go unknown",
+                conditions: vec![
+                    condition("Ready", "True", true),
+                    condition("MemoryPressure", "False", true),
+                    condition("NetworkUnavailable", "False", true),
+                ],
+                want_changed: true,
+                want: vec![
+                    ("Ready", "Unknown"),
+                    ("MemoryPressure", "Unknown"),
+                    ("NetworkUnavailable", "False"),
+                ],
+            },
+            Case {
+                name: "not ready goes unknown too",
+                conditions: vec![condition("Ready", "False", true)],
+                want_changed: true,
+                want: vec![("Ready", "Unknown")],
+            },
+            Case {
+                name: "already unknown is left alone",
+                conditions: vec![condition("Ready", "Unknown", true)],
+                want_changed: false,
+                want: vec![("Ready", "Unknown")],
+            },
+            Case {
+                name: "no ready condition is left alone",
+                conditions: vec![],
+                want_changed: false,
+                want: vec![],
+            },
+        ];
+        let now = Time::from_unix_nanos(7_000);
+        for case in cases {
+            let mut n = node("n1", case.conditions, vec![]);
+            assert_eq!(
+                mark_unknown(&mut n, now),
+                case.want_changed,
+                "{}",
+                case.name
+            );
+            let got: Vec<(&str, &str)> = n
+                .status
+                .conditions
+                .iter()
+                .map(|c| (c.type_.as_str(), c.status.as_str()))
+                .collect();
+            assert_eq!(got, case.want, "{}", case.name);
+            for c in n.status.conditions.iter().filter(|c| c.status == "Unknown") {
+                if case.want_changed {
+                    assert_eq!(c.reason, REASON_NODE_STATUS_UNKNOWN, "{}", case.name);
+                    assert_eq!(c.message, MESSAGE_NODE_STATUS_UNKNOWN, "{}", case.name);
+                    assert_eq!(c.last_transition_time, Some(now), "{}", case.name);
+                    assert!(
+                        c.last_heartbeat_time.is_some(),
+                        "{}: heartbeat kept",
+                        case.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn token_bucket_refills_at_its_rate() {
+        struct Case {
+            name: &'static str,
+            rate: f64,
+            /// Milliseconds after the start at which a token is asked for.
+            asks_ms: Vec<u64>,
+            want: Vec<bool>,
+        }
+        let cases = vec![
+            Case {
+                name: "full at the start, then one per 10 s at 0.1/s",
+                rate: 0.1,
+                asks_ms: vec![0, 1, 9_999, 10_000, 10_001, 30_000, 30_000],
+                want: vec![true, false, false, true, false, true, false],
+            },
+            Case {
+                name: "burst is one however long it waited",
+                rate: 1.0,
+                asks_ms: vec![100_000, 100_000, 101_000],
+                want: vec![true, false, true],
+            },
+            Case {
+                name: "rate zero never gives a token",
+                rate: 0.0,
+                asks_ms: vec![0, 1_000_000],
+                want: vec![false, false],
+            },
+        ];
+        for case in cases {
+            let start = Instant::now();
+            let mut bucket = TokenBucket::new(case.rate, 1, start);
+            let got: Vec<bool> = case
+                .asks_ms
+                .iter()
+                .map(|ms| bucket.try_take(start + Duration::from_millis(*ms)))
+                .collect();
+            assert_eq!(got, case.want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn no_execute_queue_lets_nodes_through_in_turn() {
+        struct Step {
+            at_s: u64,
+            want_taint: &'static [&'static str],
+            admitted: &'static [&'static str],
+        }
+        struct Case {
+            name: &'static str,
+            rate: f64,
+            steps: Vec<Step>,
+        }
+        let cases = vec![
+            Case {
+                name: "three nodes partitioned at once leave one per 10 s, in name order",
+                rate: 0.1,
+                steps: vec![
+                    Step {
+                        at_s: 0,
+                        want_taint: &["c", "a", "b"],
+                        admitted: &["a"],
+                    },
+                    Step {
+                        at_s: 5,
+                        want_taint: &["b", "c"],
+                        admitted: &[],
+                    },
+                    Step {
+                        at_s: 10,
+                        want_taint: &["b", "c"],
+                        admitted: &["b"],
+                    },
+                    Step {
+                        at_s: 20,
+                        want_taint: &["c"],
+                        admitted: &["c"],
+                    },
+                ],
+            },
+            Case {
+                name: "a node that recovers leaves the queue",
+                rate: 0.1,
+                steps: vec![
+                    Step {
+                        at_s: 0,
+                        want_taint: &["a", "b"],
+                        admitted: &["a"],
+                    },
+                    Step {
+                        at_s: 5,
+                        want_taint: &[],
+                        admitted: &[],
+                    },
+                    Step {
+                        at_s: 10,
+                        want_taint: &["c"],
+                        admitted: &["c"],
+                    },
+                ],
+            },
+            Case {
+                name: "a token unused while nobody waits is kept (burst 1)",
+                rate: 0.5,
+                steps: vec![
+                    Step {
+                        at_s: 0,
+                        want_taint: &[],
+                        admitted: &[],
+                    },
+                    Step {
+                        at_s: 100,
+                        want_taint: &["a", "b"],
+                        admitted: &["a"],
+                    },
+                    Step {
+                        at_s: 102,
+                        want_taint: &["b"],
+                        admitted: &["b"],
+                    },
+                ],
+            },
+        ];
+        for case in cases {
+            let start = Instant::now();
+            let mut queue = NoExecuteQueue::new(case.rate, start);
+            for step in case.steps {
+                let want: BTreeSet<String> =
+                    step.want_taint.iter().map(|s| s.to_string()).collect();
+                let got = queue.admit(&want, start + Duration::from_secs(step.at_s));
+                let expected: BTreeSet<String> =
+                    step.admitted.iter().map(|s| s.to_string()).collect();
+                assert_eq!(got, expected, "{} at {}s", case.name, step.at_s);
+            }
+        }
+    }
+
+    fn recorder() -> EventRecorder {
+        let store: Arc<dyn ObjectStore> = Arc::new(SledStore::temporary().expect("store"));
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let (writer, _task) = super::super::writer::Writer::spawn(store, tx);
+        EventRecorder::new(writer, COMPONENT)
+    }
+
+    fn stored(store: &dyn ObjectStore, name: &str) -> Node {
+        match store
+            .get(&berth_proto::model::ObjectKey::new(Kind::Node, "", name))
+            .expect("get")
+        {
+            Some(Object::Node(n)) => n,
+            other => panic!("node {name}: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_silent_agent_node_goes_unknown_and_a_manifest_node_is_left_alone() {
+        let store: Arc<dyn ObjectStore> = Arc::new(SledStore::temporary().expect("store"));
+        store
+            .commit(vec![
+                Op::Create(Object::Node(node(
+                    "agent",
+                    vec![condition("Ready", "True", true)],
+                    vec![],
+                ))),
+                Op::Create(Object::Node(node(
+                    "manifest",
+                    vec![condition("Ready", "True", false)],
+                    vec![],
+                ))),
+                Op::Create(Object::Node(node(
+                    "fresh",
+                    vec![condition("Ready", "True", true)],
+                    vec![],
+                ))),
+            ])
+            .expect("nodes");
+        let health = Arc::new(NodeHealth::new());
+        let config = LifecycleConfig {
+            monitor_period: Duration::from_secs(1),
+            grace_period: Duration::from_secs(40),
+            eviction_rate: 0.1,
+        };
+        let mut controller =
+            NodeLifecycleController::new(store.clone(), health.clone(), config, recorder());
+        let start = Instant::now();
+        // The first round starts every node's grace period: nothing changes yet.
+        controller.pass(start).expect("pass");
+        assert_eq!(
+            stored(store.as_ref(), "agent").spec.taints,
+            vec![],
+            "fresh grace period"
+        );
+        // "fresh" keeps heartbeating; "agent" does not.
+        health.record_at("fresh", start + Duration::from_secs(41));
+        controller
+            .pass(start + Duration::from_secs(41))
+            .expect("pass");
+        let agent = stored(store.as_ref(), "agent");
+        assert_eq!(condition_status(&agent, "Ready"), Some("Unknown"));
+        assert_eq!(
+            names(&agent.spec.taints),
+            vec![
+                "node.kubernetes.io/unreachable:NoSchedule",
+                "node.kubernetes.io/unreachable:NoExecute"
+            ]
+        );
+        assert!(agent.spec.taints[1].time_added.is_some(), "timeAdded set");
+        assert_eq!(
+            condition_status(&stored(store.as_ref(), "fresh"), "Ready"),
+            Some("True")
+        );
+        assert_eq!(
+            condition_status(&stored(store.as_ref(), "manifest"), "Ready"),
+            Some("True")
+        );
+
+        // The agent comes back: its heartbeat stores Ready=True, and the taints go.
+        let mut back = stored(store.as_ref(), "agent");
+        back.status.conditions = vec![condition("Ready", "True", true)];
+        let rv = back.metadata.resource_version.clone();
+        store
+            .commit(vec![Op::Update {
+                object: Object::Node(back),
+                precondition: Precondition::ResourceVersion(rv),
+            }])
+            .expect("heartbeat");
+        health.record_at("agent", start + Duration::from_secs(42));
+        controller
+            .pass(start + Duration::from_secs(43))
+            .expect("pass");
+        assert_eq!(stored(store.as_ref(), "agent").spec.taints, vec![]);
+    }
+}

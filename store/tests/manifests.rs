@@ -1,0 +1,645 @@
+//! Manifests from the Kubernetes documentation for every kind Berth stores beyond pods and
+//! nodes: they parse into the model (real `kubectl get -o yaml` output included), survive
+//! YAML and JSON round trips, pass validation, and come back unchanged from the store.
+
+use berth_proto::model::{
+    DeploymentStrategyType, IntOrString, Kind, Object, ResourceQuotaScope, ScopeSelectorOperator,
+};
+use berth_proto::validate::validate_object;
+use berth_proto::Quantity;
+use berth_store::{ObjectStore, Op, SledStore};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// Parses one manifest into the model type its `kind` names.
+fn try_parse(yaml: &str) -> Result<Object, String> {
+    fn typed<T: DeserializeOwned>(yaml: &str) -> Result<T, String> {
+        serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())
+    }
+    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
+    match value["kind"].as_str().ok_or("manifest has no kind")? {
+        "Namespace" => typed(yaml).map(Object::Namespace),
+        "RuntimeClass" => typed(yaml).map(Object::RuntimeClass),
+        "PodDisruptionBudget" => typed(yaml).map(Object::PodDisruptionBudget),
+        "Deployment" => typed(yaml).map(Object::Deployment),
+        "ReplicaSet" => typed(yaml).map(Object::ReplicaSet),
+        "DaemonSet" => typed(yaml).map(Object::DaemonSet),
+        "ResourceQuota" => typed(yaml).map(Object::ResourceQuota),
+        other => Err(format!("no model type for kind {other}")),
+    }
+}
+
+fn parse(yaml: &str) -> Object {
+    try_parse(yaml).unwrap_or_else(|e| panic!("manifest parses: {e}"))
+}
+
+/// The object as JSON: what the store writes and what `-o json` prints. Fields Berth
+/// accepts and ignores are not written, so two objects that differ only in those compare
+/// equal here.
+fn json(object: &Object) -> serde_json::Value {
+    fn value<T: Serialize>(o: &T) -> serde_json::Value {
+        serde_json::to_value(o).expect("model objects serialize")
+    }
+    match object {
+        Object::Pod(o) => value(o),
+        Object::Node(o) => value(o),
+        Object::PriorityClass(o) => value(o),
+        Object::Event(o) => value(o),
+        Object::Namespace(o) => value(o),
+        Object::RuntimeClass(o) => value(o),
+        Object::PodDisruptionBudget(o) => value(o),
+        Object::Deployment(o) => value(o),
+        Object::ReplicaSet(o) => value(o),
+        Object::DaemonSet(o) => value(o),
+        Object::ResourceQuota(o) => value(o),
+    }
+}
+
+fn yaml(object: &Object) -> String {
+    serde_yaml_ng::to_string(&json(object)).expect("JSON values serialize to YAML")
+}
+
+fn q(s: &str) -> Quantity {
+    Quantity::parse(s).expect("test quantity parses")
+}
+
+struct Case {
+    name: &'static str,
+    manifest: &'static str,
+    want_kind: Kind,
+    /// Checks on the parsed object, beyond the round trips every case gets.
+    check: fn(&Object),
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "namespace (namespaces walkthrough)",
+            manifest: r#"
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: development
+  labels:
+    name: development
+"#,
+            want_kind: Kind::Namespace,
+            check: |o| {
+                let Object::Namespace(ns) = o else {
+                    panic!("namespace")
+                };
+                assert_eq!(ns.metadata.labels["name"], "development");
+            },
+        },
+        Case {
+            name: "namespace as kubectl get -o yaml prints it",
+            manifest: r#"
+apiVersion: v1
+kind: Namespace
+metadata:
+  creationTimestamp: "2024-05-01T10:00:00Z"
+  labels:
+    kubernetes.io/metadata.name: team-a
+  name: team-a
+  resourceVersion: "193"
+  uid: 6f1a2b3c-0000-4000-8000-000000000001
+spec:
+  finalizers:
+  - kubernetes
+status:
+  phase: Active
+"#,
+            want_kind: Kind::Namespace,
+            check: |o| {
+                let Object::Namespace(ns) = o else {
+                    panic!("namespace")
+                };
+                assert_eq!(ns.metadata.labels["kubernetes.io/metadata.name"], "team-a");
+                assert_eq!(ns.phase(), "Active");
+            },
+        },
+        Case {
+            name: "runtime class (pod overhead)",
+            manifest: r#"
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata:
+  name: kata-fc
+handler: kata-fc
+overhead:
+  podFixed:
+    memory: "120Mi"
+    cpu: "250m"
+scheduling:
+  nodeSelector:
+    runtime: kata-fc
+  tolerations:
+  - key: kata
+    operator: Exists
+    effect: NoSchedule
+"#,
+            want_kind: Kind::RuntimeClass,
+            check: |o| {
+                let Object::RuntimeClass(rc) = o else {
+                    panic!("runtime class")
+                };
+                let overhead = rc.overhead.as_ref().expect("overhead");
+                assert_eq!(overhead.pod_fixed["cpu"], q("250m"));
+                assert_eq!(overhead.pod_fixed["memory"], q("120Mi"));
+                let scheduling = rc.scheduling.as_ref().expect("scheduling");
+                assert_eq!(scheduling.node_selector["runtime"], "kata-fc");
+                assert_eq!(scheduling.tolerations.len(), 1);
+            },
+        },
+        Case {
+            name: "runtime class with a handler only",
+            manifest: r#"
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata:
+  name: myclass
+handler: myconfiguration
+"#,
+            want_kind: Kind::RuntimeClass,
+            check: |o| {
+                let Object::RuntimeClass(rc) = o else {
+                    panic!("runtime class")
+                };
+                assert_eq!(rc.handler, "myconfiguration");
+                assert!(rc.overhead.is_none() && rc.scheduling.is_none());
+            },
+        },
+        Case {
+            name: "pdb with minAvailable",
+            manifest: r#"
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: zk-pdb
+spec:
+  minAvailable: 2
+  selector:
+    matchLabels:
+      app: zookeeper
+"#,
+            want_kind: Kind::PodDisruptionBudget,
+            check: |o| {
+                let Object::PodDisruptionBudget(p) = o else {
+                    panic!("pdb")
+                };
+                assert_eq!(p.spec.min_available, Some(IntOrString::Int(2)));
+                assert_eq!(p.spec.max_unavailable, None);
+                assert_eq!(
+                    p.spec.selector.as_ref().unwrap().match_labels["app"],
+                    "zookeeper"
+                );
+            },
+        },
+        Case {
+            name: "pdb with a maxUnavailable percentage and status",
+            manifest: r#"
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: zk-pdb-percent
+  namespace: default
+  generation: 1
+spec:
+  maxUnavailable: 50%
+  selector:
+    matchLabels:
+      app: zookeeper
+  unhealthyPodEvictionPolicy: AlwaysAllow
+status:
+  conditions:
+  - lastTransitionTime: "2024-05-01T10:00:00Z"
+    message: ""
+    observedGeneration: 1
+    reason: SufficientPods
+    status: "True"
+    type: DisruptionAllowed
+  currentHealthy: 3
+  desiredHealthy: 2
+  disruptionsAllowed: 1
+  expectedPods: 3
+  observedGeneration: 1
+"#,
+            want_kind: Kind::PodDisruptionBudget,
+            check: |o| {
+                let Object::PodDisruptionBudget(p) = o else {
+                    panic!("pdb")
+                };
+                let max = p.spec.max_unavailable.as_ref().expect("maxUnavailable");
+                assert_eq!(max, &IntOrString::String("50%".into()));
+                assert_eq!(max.resolve(3), Ok(2), "50% of 3 rounds up");
+                assert_eq!((p.status.current_healthy, p.status.desired_healthy), (3, 2));
+                assert_eq!(
+                    (p.status.disruptions_allowed, p.status.expected_pods),
+                    (1, 3)
+                );
+            },
+        },
+        Case {
+            name: "deployment (nginx-deployment)",
+            manifest: r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: nginx-deployment
+  labels:
+    app: nginx
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: nginx
+  template:
+    metadata:
+      labels:
+        app: nginx
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.14.2
+        ports:
+        - containerPort: 80
+"#,
+            want_kind: Kind::Deployment,
+            check: |o| {
+                let Object::Deployment(d) = o else {
+                    panic!("deployment")
+                };
+                assert_eq!(d.spec.replicas, 3);
+                assert_eq!(d.spec.template.metadata.labels["app"], "nginx");
+                assert_eq!(d.spec.template.spec.containers[0].image, "nginx:1.14.2");
+                assert!(d.spec.strategy.is_none());
+            },
+        },
+        Case {
+            name: "deployment as kubectl get -o yaml prints it",
+            manifest: r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  annotations:
+    deployment.kubernetes.io/revision: "1"
+  creationTimestamp: "2024-05-01T10:00:00Z"
+  generation: 1
+  labels:
+    app: nginx
+  name: nginx-live
+  namespace: default
+  resourceVersion: "1234"
+  uid: 6f1a2b3c-0000-4000-8000-000000000002
+spec:
+  progressDeadlineSeconds: 600
+  replicas: 3
+  revisionHistoryLimit: 10
+  selector:
+    matchLabels:
+      app: nginx
+  strategy:
+    rollingUpdate:
+      maxSurge: 25%
+      maxUnavailable: 25%
+    type: RollingUpdate
+  template:
+    metadata:
+      creationTimestamp: null
+      labels:
+        app: nginx
+    spec:
+      containers:
+      - image: nginx:1.14.2
+        imagePullPolicy: IfNotPresent
+        name: nginx
+        ports:
+        - containerPort: 80
+          protocol: TCP
+        resources: {}
+        terminationMessagePath: /dev/termination-log
+        terminationMessagePolicy: File
+      dnsPolicy: ClusterFirst
+      restartPolicy: Always
+      schedulerName: default-scheduler
+      securityContext: {}
+      terminationGracePeriodSeconds: 30
+status:
+  availableReplicas: 3
+  conditions:
+  - lastTransitionTime: "2024-05-01T10:00:10Z"
+    lastUpdateTime: "2024-05-01T10:00:10Z"
+    message: Deployment has minimum availability.
+    reason: MinimumReplicasAvailable
+    status: "True"
+    type: Available
+  observedGeneration: 1
+  readyReplicas: 3
+  replicas: 3
+  updatedReplicas: 3
+"#,
+            want_kind: Kind::Deployment,
+            check: |o| {
+                let Object::Deployment(d) = o else {
+                    panic!("deployment")
+                };
+                let strategy = d.spec.strategy.as_ref().expect("strategy");
+                assert_eq!(strategy.type_, Some(DeploymentStrategyType::RollingUpdate));
+                let ru = strategy.rolling_update.as_ref().expect("rollingUpdate");
+                assert_eq!(ru.max_surge, Some(IntOrString::String("25%".into())));
+                let s = &d.status;
+                assert_eq!(
+                    (
+                        s.replicas,
+                        s.ready_replicas,
+                        s.available_replicas,
+                        s.updated_replicas
+                    ),
+                    (3, 3, 3, 3)
+                );
+                assert_eq!(s.observed_generation, 1);
+            },
+        },
+        Case {
+            name: "replica set (frontend)",
+            manifest: r#"
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: frontend
+  labels:
+    app: guestbook
+    tier: frontend
+spec:
+  # modify replicas according to your case
+  replicas: 3
+  selector:
+    matchLabels:
+      tier: frontend
+  template:
+    metadata:
+      labels:
+        tier: frontend
+    spec:
+      containers:
+      - name: php-redis
+        image: us-docker.pkg.dev/google-samples/containers/gke/gb-frontend:v5
+"#,
+            want_kind: Kind::ReplicaSet,
+            check: |o| {
+                let Object::ReplicaSet(rs) = o else {
+                    panic!("replica set")
+                };
+                assert_eq!(rs.spec.replicas, 3);
+                assert_eq!(
+                    rs.spec.selector.as_ref().unwrap().match_labels["tier"],
+                    "frontend"
+                );
+            },
+        },
+        Case {
+            name: "replica set without replicas",
+            manifest: r#"
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: one
+spec:
+  selector:
+    matchExpressions:
+    - {key: tier, operator: In, values: [frontend]}
+  template:
+    metadata:
+      labels:
+        tier: frontend
+    spec:
+      containers:
+      - name: app
+        image: busybox
+"#,
+            want_kind: Kind::ReplicaSet,
+            check: |o| {
+                let Object::ReplicaSet(rs) = o else {
+                    panic!("replica set")
+                };
+                assert_eq!(rs.spec.replicas, 1, "defaults to 1");
+            },
+        },
+        Case {
+            name: "daemon set (fluentd-elasticsearch)",
+            manifest: r#"
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: fluentd-elasticsearch
+  namespace: kube-system
+  labels:
+    k8s-app: fluentd-logging
+spec:
+  selector:
+    matchLabels:
+      name: fluentd-elasticsearch
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxUnavailable: 1
+  template:
+    metadata:
+      labels:
+        name: fluentd-elasticsearch
+    spec:
+      tolerations:
+      # these tolerations are to have the daemonset runnable on control plane nodes
+      # remove them if your control plane nodes should not run pods
+      - key: node-role.kubernetes.io/control-plane
+        operator: Exists
+        effect: NoSchedule
+      - key: node-role.kubernetes.io/master
+        operator: Exists
+        effect: NoSchedule
+      containers:
+      - name: fluentd-elasticsearch
+        image: quay.io/fluentd_elasticsearch/fluentd:v2.5.2
+        resources:
+          limits:
+            memory: 200Mi
+          requests:
+            cpu: 100m
+            memory: 200Mi
+        volumeMounts:
+        - name: varlog
+          mountPath: /var/log
+      # it may be desirable to set a high priority class to ensure that a DaemonSet Pod
+      # preempts running Pods
+      # priorityClassName: important
+      terminationGracePeriodSeconds: 30
+      volumes:
+      - name: varlog
+        hostPath:
+          path: /var/log
+"#,
+            want_kind: Kind::DaemonSet,
+            check: |o| {
+                let Object::DaemonSet(ds) = o else {
+                    panic!("daemon set")
+                };
+                assert_eq!(ds.metadata.namespace, "kube-system");
+                let spec = &ds.spec.template.spec;
+                assert_eq!(spec.tolerations.len(), 2);
+                assert_eq!(spec.containers[0].resources.requests["cpu"], q("100m"));
+                assert_eq!(spec.termination_grace_period_seconds, Some(30));
+            },
+        },
+        Case {
+            name: "resource quota per priority class",
+            manifest: r#"
+apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: pods-high
+spec:
+  hard:
+    cpu: "1000"
+    memory: "200Gi"
+    pods: "10"
+  scopeSelector:
+    matchExpressions:
+    - operator: In
+      scopeName: PriorityClass
+      values: ["high"]
+"#,
+            want_kind: Kind::ResourceQuota,
+            check: |o| {
+                let Object::ResourceQuota(rq) = o else {
+                    panic!("quota")
+                };
+                assert_eq!(rq.spec.hard["pods"], q("10"));
+                let req = &rq.spec.scope_selector.as_ref().unwrap().match_expressions[0];
+                assert_eq!(req.scope_name, ResourceQuotaScope::PriorityClass);
+                assert_eq!(req.operator, ScopeSelectorOperator::In);
+                assert_eq!(req.values, ["high"]);
+            },
+        },
+        Case {
+            name: "compute resource quota with status",
+            manifest: r#"
+apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: compute-resources
+  namespace: myspace
+spec:
+  hard:
+    requests.cpu: "1"
+    requests.memory: 1Gi
+    limits.cpu: "2"
+    limits.memory: 2Gi
+    requests.nvidia.com/gpu: 4
+  scopes:
+  - NotTerminating
+status:
+  hard:
+    requests.cpu: "1"
+    requests.memory: 1Gi
+  used:
+    requests.cpu: 250m
+    requests.memory: 64Mi
+"#,
+            want_kind: Kind::ResourceQuota,
+            check: |o| {
+                let Object::ResourceQuota(rq) = o else {
+                    panic!("quota")
+                };
+                assert_eq!(rq.spec.hard["requests.nvidia.com/gpu"], q("4"));
+                assert_eq!(rq.spec.scopes, [ResourceQuotaScope::NotTerminating]);
+                assert_eq!(rq.status.used["requests.cpu"], q("250m"));
+            },
+        },
+    ]
+}
+
+#[test]
+fn documentation_manifests_parse_and_round_trip() {
+    let store = SledStore::temporary().expect("temporary store");
+    for case in cases() {
+        let mut object = parse(case.manifest);
+        assert_eq!(object.kind(), case.want_kind, "{}", case.name);
+        (case.check)(&object);
+
+        // YAML out and back in, then JSON out and back in: nothing Berth keeps is lost.
+        let from_yaml = parse(&yaml(&object));
+        assert_eq!(
+            json(&from_yaml),
+            json(&object),
+            "{}: YAML round trip",
+            case.name
+        );
+
+        if object.kind().is_namespaced() && object.meta().namespace.is_empty() {
+            // The server's default, as admission applies it.
+            object.meta_mut().namespace = "default".into();
+        }
+        if let Err(e) = validate_object(&object) {
+            panic!("{}: the documentation's manifest is valid: {e}", case.name);
+        }
+
+        let mut changes = store
+            .commit(vec![Op::Create(object.clone())])
+            .unwrap_or_else(|e| panic!("{}: create: {e}", case.name));
+        let stored = changes.pop().expect("one change").object;
+        let got = store
+            .get(&object.key())
+            .expect("get")
+            .unwrap_or_else(|| panic!("{}: stored object is found", case.name));
+        assert_eq!(got, stored, "{}: read back as committed", case.name);
+        // Only the server-assigned identity differs from what was written.
+        let mut want = object.clone();
+        let meta = want.meta_mut();
+        meta.uid.clone_from(&got.meta().uid);
+        meta.resource_version
+            .clone_from(&got.meta().resource_version);
+        meta.creation_timestamp = got.meta().creation_timestamp;
+        assert_eq!(json(&got), json(&want), "{}: store round trip", case.name);
+    }
+    // Each kind has its own tree: a listing returns only its kind.
+    let deployments = store.list(Kind::Deployment, None).expect("list");
+    assert_eq!(deployments.len(), 2);
+    assert!(deployments.iter().all(|o| o.kind() == Kind::Deployment));
+    let namespaces = store.list(Kind::Namespace, None).expect("list");
+    let names: Vec<&str> = namespaces.iter().map(|o| o.meta().name.as_str()).collect();
+    assert_eq!(names, ["development", "team-a"]);
+}
+
+#[test]
+fn typos_are_refused() {
+    struct Bad {
+        name: &'static str,
+        manifest: &'static str,
+    }
+    let cases = [
+        Bad {
+            name: "unknown pdb field",
+            manifest: "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: x}\nspec: {minAvailble: 1}\n",
+        },
+        Bad {
+            name: "minAvailable neither int nor string",
+            manifest: "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: x}\nspec: {minAvailable: [1]}\n",
+        },
+        Bad {
+            name: "unknown strategy type",
+            manifest: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {strategy: {type: BlueGreen}}\n",
+        },
+        Bad {
+            name: "unknown quota scope",
+            manifest: "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: x}\nspec: {scopes: [Everything]}\n",
+        },
+        Bad {
+            name: "bad overhead quantity",
+            manifest: "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: x}\nhandler: x\noverhead: {podFixed: {cpu: lots}}\n",
+        },
+    ];
+    for case in cases {
+        let refused = try_parse(case.manifest).is_err();
+        assert!(refused, "{}: refused", case.name);
+    }
+}

@@ -1,0 +1,236 @@
+//! End-to-end tests of the node agent with real binaries (issue 5): pressure eviction with
+//! the sim runtime, node-side admission (OutOfcpu), and the process runtime (real
+//! processes, logs, restarts, graceful stop). Durations are shortened with flags only.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::{str_at, wait_until, Proc, TestCluster};
+
+/// Starts an agent with the given runtime flags, logging to `<name>.log` in the cluster's
+/// folder.
+fn start_agent(cluster: &mut TestCluster, name: &str, args: &[&str]) {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(cluster.dir.path().join(format!("{name}.log")))
+        .expect("agent log file");
+    let child = Command::new(env!("CARGO_BIN_EXE_berth-agent"))
+        .args(["--server", &cluster.server(), "--node-name", name])
+        .args(["--heartbeat-interval", "1s"])
+        .args(args)
+        .env_remove("BERTH_TOKEN")
+        .stdout(Stdio::from(log.try_clone().expect("log file")))
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("starting berth-agent");
+    cluster.agents.push(Proc {
+        child,
+        name: name.into(),
+    });
+    wait_until(&format!("node {name} registers"), || {
+        cluster.berth(&["get", "node", name]).status.success()
+    });
+}
+
+fn apply(cluster: &TestCluster, name: &str, yaml: &str) {
+    let path = cluster.manifest(name, yaml);
+    cluster.berth_ok(&["apply", "-f", path.to_str().expect("UTF-8 path")]);
+}
+
+fn phase(cluster: &TestCluster, pod: &str) -> String {
+    str_at(&cluster.pod_json(pod), "/status/phase").to_string()
+}
+
+#[test]
+fn memory_pressure_evicts_the_pod_over_its_request_first() {
+    let mut cluster = TestCluster::start();
+    start_agent(
+        &mut cluster,
+        "n1",
+        &[
+            "--runtime",
+            "sim",
+            "--cpu",
+            "4",
+            "--memory",
+            "1Gi",
+            "--housekeeping-interval",
+            "1s",
+            "--eviction-hard",
+            "memory.available<200Mi",
+            "--eviction-pressure-transition-period",
+            "2s",
+        ],
+    );
+    apply(
+        &cluster,
+        "pressure.yaml",
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: high\nvalue: 1000\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata:\n  name: greedy\n  annotations:\n    sim.berth.dev/memory-usage: 500Mi\n    sim.berth.dev/cpu-usage: 250m\n\
+         spec:\n  nodeName: n1\n  containers:\n  - name: main\n    image: app\n    resources:\n      requests: {memory: 100Mi}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata:\n  name: important\n  annotations:\n    sim.berth.dev/memory-usage: 500Mi\n\
+         spec:\n  nodeName: n1\n  priorityClassName: high\n  containers:\n  - name: main\n    image: app\n    resources:\n      requests: {memory: 600Mi}\n",
+    );
+    // 1Gi - 1000Mi leaves 24Mi: under the 200Mi threshold.
+    wait_until("greedy is evicted", || {
+        phase(&cluster, "greedy") == "Failed"
+    });
+    let greedy = cluster.pod_json("greedy");
+    assert_eq!(str_at(&greedy, "/status/reason"), "Evicted", "{greedy}");
+    let message = str_at(&greedy, "/status/message");
+    assert!(
+        message.starts_with(
+            "The node was low on resource: memory. Threshold quantity: 200Mi, available: 24Mi."
+        ) && message.contains("Container main was using 500Mi, request is 100Mi"),
+        "{message}"
+    );
+    wait_until("the eviction is recorded as an Event", || {
+        let events = cluster.berth_ok(&["get", "events"]);
+        events
+            .lines()
+            .any(|l| l.contains("Evicted") && l.contains("greedy"))
+    });
+    // With greedy gone 524Mi are free: the higher-priority pod within its request stays.
+    assert_eq!(phase(&cluster, "important"), "Running");
+    let node = cluster.berth_ok(&["get", "node", "n1", "-o", "json"]);
+    assert!(node.contains("MemoryPressure"), "{node}");
+    wait_until("top shows the pod's declared usage", || {
+        let out = cluster.berth(&["top", "pods"]);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["important", "0m", "500Mi"])
+    });
+    let nodes = cluster.berth_ok(&["top", "nodes"]);
+    assert!(nodes.contains("n1"), "{nodes}");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(
+        phase(&cluster, "important"),
+        "Running",
+        "one eviction was enough"
+    );
+}
+
+#[test]
+fn a_pod_bound_to_a_full_node_fails_out_of_cpu() {
+    let mut cluster = TestCluster::start();
+    start_agent(
+        &mut cluster,
+        "n2",
+        &["--runtime", "sim", "--cpu", "1", "--memory", "1Gi"],
+    );
+    apply(
+        &cluster,
+        "first.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: first\nspec:\n  nodeName: n2\n  containers:\n  - name: main\n    image: app\n    resources:\n      requests: {cpu: 800m}\n",
+    );
+    wait_until("first runs", || phase(&cluster, "first") == "Running");
+    apply(
+        &cluster,
+        "second.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: second\nspec:\n  nodeName: n2\n  containers:\n  - name: main\n    image: app\n    resources:\n      requests: {cpu: 500m}\n",
+    );
+    wait_until("second is refused", || {
+        phase(&cluster, "second") == "Failed"
+    });
+    let second = cluster.pod_json("second");
+    assert_eq!(str_at(&second, "/status/reason"), "OutOfcpu", "{second}");
+    assert_eq!(
+        str_at(&second, "/status/message"),
+        "Pod was rejected: Node didn't have enough resource: cpu, requested: 500, used: 800, capacity: 1000"
+    );
+    assert_eq!(phase(&cluster, "first"), "Running");
+}
+
+#[test]
+fn process_pods_run_log_restart_and_stop_gracefully() {
+    let mut cluster = TestCluster::start();
+    let root = cluster.dir.path().join("n3-root");
+    start_agent(
+        &mut cluster,
+        "n3",
+        &[
+            "--runtime",
+            "process",
+            "--root-dir",
+            root.to_str().expect("UTF-8 path"),
+            "--restart-backoff",
+            "200ms",
+            "--housekeeping-interval",
+            "1s",
+            "--cpu",
+            "2",
+            "--memory",
+            "1Gi",
+        ],
+    );
+    apply(
+        &cluster,
+        "process.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: hello\nspec:\n  nodeName: n3\n  terminationGracePeriodSeconds: 10\n  containers:\n  - name: main\n    image: sh\n    command: [sh, -c]\n    args: [\"trap 'echo terminating; exit 0' TERM; echo hello; while true; do sleep 0.1; done\"]\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata:\n  name: crash\nspec:\n  nodeName: n3\n  restartPolicy: OnFailure\n  containers:\n  - name: main\n    image: sh\n    command: [sh, -c, 'echo crashing; exit 1']\n",
+    );
+    wait_until("hello runs", || phase(&cluster, "hello") == "Running");
+    wait_until("berth logs shows hello", || {
+        let out = cluster.berth(&["logs", "hello"]);
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("hello")
+    });
+    wait_until("crash restarts", || {
+        let pod = cluster.pod_json("crash");
+        pod.pointer("/status/containerStatuses/0/restartCount")
+            .and_then(serde_json::Value::as_i64)
+            .is_some_and(|n| n >= 2)
+    });
+    let crash = cluster.pod_json("crash");
+    assert_eq!(str_at(&crash, "/status/phase"), "Running", "{crash}");
+    assert_eq!(
+        crash.pointer("/status/containerStatuses/0/exitCode"),
+        Some(&serde_json::json!(1)),
+        "{crash}"
+    );
+
+    let uid = str_at(&cluster.pod_json("hello"), "/metadata/uid").to_string();
+    cluster.berth_ok(&["delete", "pod", "hello"]);
+    let log = root.join("pods").join(&uid).join("main.log");
+    wait_until("the TERM trap ran", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("terminating"))
+    });
+}
+
+#[test]
+fn one_process_hosts_many_simulated_nodes() {
+    let mut cluster = TestCluster::start();
+    start_agent(
+        &mut cluster,
+        "sim-1",
+        &[
+            "--runtime",
+            "sim",
+            "--count",
+            "25",
+            "--node-name-prefix",
+            "sim-",
+            "--cpu",
+            "2",
+            "--memory",
+            "2Gi",
+        ],
+    );
+    wait_until("every simulated node registers and is Ready", || {
+        let out = cluster.berth_ok(&["get", "nodes", "--no-headers"]);
+        out.lines().filter(|l| l.contains(" Ready ")).count() == 25
+    });
+    let nodes = cluster.berth_ok(&["get", "nodes", "-o", "name"]);
+    for i in [1, 13, 25] {
+        assert!(nodes.contains(&format!("node/sim-{i}\n")), "{nodes}");
+    }
+    apply(
+        &cluster,
+        "spread.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: on-sim\nspec:\n  containers:\n  - name: main\n    image: app\n    resources:\n      requests: {cpu: 1500m}\n",
+    );
+    wait_until("the pod runs on a simulated node", || {
+        phase(&cluster, "on-sim") == "Running"
+    });
+}
