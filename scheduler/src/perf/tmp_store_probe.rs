@@ -35,5 +35,15 @@ mod probe {
             store.commit(ops).unwrap();
         }
         eprintln!("bind 10000 in batches of 512: {:?}", t.elapsed());
+        for size in [1usize, 8, 64] {
+            let t = Instant::now();
+            let mut n = 0;
+            for chunk in created.chunks(size).take(200) {
+                let ops: Vec<Op> = chunk.iter().map(|o| Op::Upsert(o.clone())).collect();
+                n += ops.len();
+                store.commit(ops).unwrap();
+            }
+            eprintln!("upsert batches of {size}: {n} in {:?} ({:?}/commit)", t.elapsed(), t.elapsed() / 200);
+        }
     }
 }

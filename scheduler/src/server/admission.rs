@@ -542,7 +542,10 @@ mod tests {
                 name: "the flags set the seconds",
                 given: vec![],
                 config: configured,
-                want: vec![tol(NOT_READY, no_exec, Some(2)), tol(UNREACHABLE, no_exec, Some(7))],
+                want: vec![
+                    tol(NOT_READY, no_exec, Some(2)),
+                    tol(UNREACHABLE, no_exec, Some(7)),
+                ],
             },
             Case {
                 name: "an own not-ready toleration is kept, unreachable added",
@@ -557,7 +560,10 @@ mod tests {
                 name: "a toleration with no effect counts",
                 given: vec![tol(UNREACHABLE, None, None)],
                 config: AdmissionConfig::default(),
-                want: vec![tol(UNREACHABLE, None, None), tol(NOT_READY, no_exec, Some(300))],
+                want: vec![
+                    tol(UNREACHABLE, None, None),
+                    tol(NOT_READY, no_exec, Some(300)),
+                ],
             },
             Case {
                 name: "an empty key tolerates both",

@@ -29,6 +29,8 @@ pub const NODE_CREDENTIAL_ANNOTATION: &str = "berth.dev/node-credential";
 
 /// gRPC methods a viewer may call: the reads of the Berth service.
 const READ_METHODS: [&str; 3] = ["Get", "List", "Watch"];
+/// The read-only service of usage (`berth top`) and logs (`berth logs`), open to viewers.
+const TELEMETRY_SERVICE: &str = "berth.v1.Telemetry";
 
 /// The gRPC service agents use.
 const AGENT_SERVICE: &str = "berth.v1.Agent";
@@ -40,7 +42,8 @@ const BERTH_SERVICE: &str = "berth.v1.Berth";
 pub enum Role {
     /// The whole API.
     Admin,
-    /// Reads only: Get, List and Watch of the Berth service.
+    /// Reads only: Get, List and Watch of the Berth service, and the Telemetry service
+    /// (top, logs).
     Viewer,
     /// The Agent service only (Register and Session), restricted to one node: a bootstrap
     /// token that is bound to the first node it registers.
@@ -70,7 +73,10 @@ impl Role {
     pub fn allows(self, service: &str, method: &str) -> bool {
         match self {
             Role::Admin => true,
-            Role::Viewer => service == BERTH_SERVICE && READ_METHODS.contains(&method),
+            Role::Viewer => {
+                (service == BERTH_SERVICE && READ_METHODS.contains(&method))
+                    || service == TELEMETRY_SERVICE
+            }
             Role::Node => service == AGENT_SERVICE,
         }
     }
@@ -635,6 +641,18 @@ mod tests {
                 header: Some("Bearer viewer-secret"),
                 path: "/berth.v1.Agent/Register",
                 want: Err((tonic::Code::PermissionDenied, "role viewer (\"bob\") may not call berth.v1.Agent/Register")),
+            },
+            Case {
+                name: "viewer may read usage and logs",
+                header: Some("Bearer viewer-secret"),
+                path: "/berth.v1.Telemetry/Top",
+                want: Ok(("bob", Role::Viewer)),
+            },
+            Case {
+                name: "node may not read usage",
+                header: Some("Bearer node-secret"),
+                path: "/berth.v1.Telemetry/Top",
+                want: Err((tonic::Code::PermissionDenied, "role node (\"node-1\") may not call berth.v1.Telemetry/Top")),
             },
             Case {
                 name: "node opens its session",
