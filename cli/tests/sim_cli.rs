@@ -266,3 +266,25 @@ default/big:
 ";
     assert_eq!(text, want);
 }
+
+/// The README's walkthrough (docs/sim-example.yaml) gives the outcome the README shows.
+#[tokio::test]
+async fn the_readme_walkthrough_holds() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/sim-example.yaml");
+    let (code, out, err) = berth(&["sim", "-f", example, "--seed", "1", "--explain"]).await;
+    assert_eq!(code, ExitCode::SUCCESS, "stderr: {err}");
+    let got: serde_json::Value = serde_json::from_str(&out).expect("JSON output");
+    let placed: Vec<(&str, &str)> = got["pods"]
+        .as_array()
+        .expect("pods")
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["node"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(placed, [("web", "node-3"), ("api", "node-1")]);
+    assert_eq!(got["pods"][1]["preempted"], json!(["default/batch"]));
+    assert_eq!(got["evicted"], json!(["default/batch"]));
+    assert_eq!(
+        got["pods"][1]["nodes"]["node-3"],
+        json!({"feasible": false, "reasons": ["Insufficient cpu"]})
+    );
+}

@@ -3,6 +3,7 @@
 //!
 //! # Layout
 //!
+//! - [`admission`]: the API server's pod admission rules, shared by the server and `sim`.
 //! - [`framework`]: extension-point traits and the data they read ([`framework::Snapshot`],
 //!   [`framework::PodInfo`], [`framework::NodeInfo`]). No IO, no async.
 //! - [`plugins`]: one module per kube-scheduler plugin, each with its table tests.
@@ -17,6 +18,7 @@
 //! - [`workloads`]: what Deployments, ReplicaSets and DaemonSets create, as pure functions.
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod controllers;
 pub mod cycle;
 pub mod framework;

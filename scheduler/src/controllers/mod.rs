@@ -294,6 +294,8 @@ pub struct ControllerManager {
     pub rng: SmallRng,
     /// Events about controllers' objects.
     pub events: EventRecorder,
+    /// Settings of the admission of the pods controllers create.
+    pub admission: crate::admission::AdmissionConfig,
 }
 
 impl ControllerManager {
@@ -310,7 +312,14 @@ impl ControllerManager {
             failures: HashMap::new(),
             rng: SmallRng::from_rng(&mut rand::rng()),
             events: EventRecorder::new(writer, "controller-manager"),
+            admission: Default::default(),
         }
+    }
+
+    /// The same manager, admitting the pods it creates with `config`.
+    pub fn with_admission(mut self, config: crate::admission::AdmissionConfig) -> Self {
+        self.admission = config;
+        self
     }
 
     /// Runs the manager on a thread of its own (its store writes block) until `shutdown`.

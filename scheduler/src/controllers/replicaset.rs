@@ -208,7 +208,7 @@ fn create_pods(
         let names: Vec<String> = pods.iter().map(|p| p.metadata.name.clone()).collect();
         let mut ops = Vec::with_capacity(pods.len());
         for pod in pods {
-            match admission::admit(m.store(), Object::Pod(pod)) {
+            match admission::admit(m.store(), Object::Pod(pod), &m.admission) {
                 Ok(obj) => ops.push(Op::Create(obj)),
                 Err(source) => {
                     m.events.record(

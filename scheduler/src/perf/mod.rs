@@ -19,4 +19,3 @@ pub mod workloads;
 pub use report::{Mode, Report};
 pub use runner::{run_in_process, PerfError, RunOptions};
 pub use workloads::{Workload, WorkloadName};
-mod tmp_store_probe;

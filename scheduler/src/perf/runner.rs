@@ -197,7 +197,7 @@ pub async fn create_all(
             let mut ops = Vec::with_capacity(chunk.len());
             for object in chunk {
                 let described = admission::describe(&object);
-                let admitted = admission::admit(store.as_ref(), object).map_err(|e| {
+                let admitted = admission::admit(store.as_ref(), object, &Default::default()).map_err(|e| {
                     PerfError::Admission {
                         object: described,
                         message: e.to_string(),

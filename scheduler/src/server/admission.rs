@@ -1,63 +1,13 @@
 //! Admission: what the API server does to an object before it is stored — defaults,
 //! validation, priority resolution — and what may change when an object is re-applied.
 
-use std::sync::RwLock;
-
-use berth_proto::model::{
-    Kind, Object, ObjectKey, Pod, PodPhase, PodSpec, PreemptionPolicy, PriorityClass,
-    RestartPolicy, TaintEffect, Toleration, TolerationOperator,
-};
+use berth_proto::model::{Kind, Object, ObjectKey, Pod, PodPhase, PriorityClass};
 use berth_proto::validate;
 use berth_store::ObjectStore;
 
 use super::error::{Error, Result};
-use super::node_lifecycle::{TAINT_NOT_READY, TAINT_UNREACHABLE};
-use crate::profile::DEFAULT_SCHEDULER_NAME;
-
-/// Default `terminationGracePeriodSeconds` of a pod, as in Kubernetes.
-pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
-
-/// Default of both DefaultTolerationSeconds flags, as in Kubernetes.
-pub const DEFAULT_TOLERATION_SECONDS: i64 = 300;
-
-/// Settings of the admission plugins that come from `berth-scheduler`'s flags.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AdmissionConfig {
-    /// `tolerationSeconds` of the `node.kubernetes.io/not-ready:NoExecute` toleration added to
-    /// every pod without one (`--default-not-ready-toleration-seconds`).
-    pub not_ready_toleration_seconds: i64,
-    /// `tolerationSeconds` of the `node.kubernetes.io/unreachable:NoExecute` toleration added
-    /// to every pod without one (`--default-unreachable-toleration-seconds`).
-    pub unreachable_toleration_seconds: i64,
-}
-
-impl AdmissionConfig {
-    /// Kubernetes' defaults (300 s for both tolerations).
-    pub const DEFAULT: AdmissionConfig = AdmissionConfig {
-        not_ready_toleration_seconds: DEFAULT_TOLERATION_SECONDS,
-        unreachable_toleration_seconds: DEFAULT_TOLERATION_SECONDS,
-    };
-}
-
-impl Default for AdmissionConfig {
-    fn default() -> Self {
-        Self::DEFAULT
-    }
-}
-
-/// The settings [`admit`] uses. Process-wide because admission is a plain function called
-/// from several services; `server::run` sets it once at start.
-static CONFIG: RwLock<AdmissionConfig> = RwLock::new(AdmissionConfig::DEFAULT);
-
-/// Sets the admission settings of this process (done by `server::run` from its flags).
-pub fn configure(config: AdmissionConfig) {
-    *CONFIG.write().expect("admission config lock poisoned") = config;
-}
-
-/// The admission settings of this process.
-pub fn config() -> AdmissionConfig {
-    *CONFIG.read().expect("admission config lock poisoned")
-}
+pub use crate::admission::AdmissionConfig;
+use crate::admission::{self as rules, AdmissionError, Classes};
 
 /// Describes an object for error messages: `pod "web"`.
 pub fn describe(obj: &Object) -> String {
@@ -68,11 +18,12 @@ pub fn describe(obj: &Object) -> String {
     )
 }
 
-/// Applies defaults and validates a new or re-applied object. Pods get their namespace,
-/// schedulerName, restartPolicy, grace period and priority; status written by a client on a
-/// pod is dropped (the scheduler and agents own it).
-pub fn admit(store: &dyn ObjectStore, obj: Object) -> Result<Object> {
-    admit_with(store, obj, &[])
+/// Applies defaults and validates a new or re-applied object. Pods go through the API
+/// server's pod admission ([`crate::admission`]: defaults, priority, RuntimeClass, default
+/// tolerations) and ResourceQuota; status written by a client on a pod is dropped on create
+/// (the scheduler and agents own it).
+pub fn admit(store: &dyn ObjectStore, obj: Object, config: &AdmissionConfig) -> Result<Object> {
+    admit_with(store, obj, &[], config)
 }
 
 /// As [`admit`], also seeing the PriorityClasses of the same request (`pending`), so that a
@@ -81,6 +32,7 @@ pub fn admit_with(
     store: &dyn ObjectStore,
     mut obj: Object,
     pending: &[PriorityClass],
+    config: &AdmissionConfig,
 ) -> Result<Object> {
     if obj.kind().is_namespaced() && obj.meta().namespace.is_empty() {
         obj.meta_mut().namespace = "default".to_string();
@@ -95,8 +47,17 @@ pub fn admit_with(
         source,
     })?;
     if let Object::Pod(pod) = &mut obj {
-        default_pod(pod);
-        resolve_priority(store, pod, pending)?;
+        let classes = classes(store, pending)?;
+        rules::mutate(pod, &classes, config).map_err(|e| match e {
+            AdmissionError::Forbidden { name, reason } => Error::Forbidden {
+                context: format!("pods {name:?}"),
+                reason,
+            },
+            AdmissionError::Invalid { name, source } => Error::Invalid {
+                context: format!("pod {name:?}"),
+                source,
+            },
+        })?;
         check_quotas(store, pod)?;
     }
     if let Object::PriorityClass(pc) = &obj {
@@ -105,59 +66,33 @@ pub fn admit_with(
     Ok(obj)
 }
 
-fn default_pod(pod: &mut Pod) {
-    let spec = &mut pod.spec;
-    if spec.scheduler_name.is_empty() {
-        spec.scheduler_name = DEFAULT_SCHEDULER_NAME.to_string();
+/// The PriorityClasses (built-in, stored, and those of the current request) and
+/// RuntimeClasses pods may name.
+fn classes(store: &dyn ObjectStore, pending: &[PriorityClass]) -> Result<Classes> {
+    let mut classes = Classes::new();
+    let stored = store.list(Kind::PriorityClass, None)?.into_iter();
+    let stored = stored.filter_map(|o| match o {
+        Object::PriorityClass(pc) => Some(pc),
+        _ => None,
+    });
+    for pc in stored.chain(pending.iter().cloned()) {
+        if pc.global_default {
+            classes.global_default = Some(pc.metadata.name.clone());
+        }
+        classes.priority.insert(pc.metadata.name.clone(), pc);
     }
-    if spec.restart_policy.is_none() {
-        spec.restart_policy = Some(RestartPolicy::Always);
-    }
-    if spec.termination_grace_period_seconds.is_none() {
-        spec.termination_grace_period_seconds = Some(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
-    }
-    add_default_tolerations(spec, &config());
-}
-
-/// Kubernetes' DefaultTolerationSeconds admission: a pod that does not already tolerate the
-/// not-ready (unreachable) NoExecute taint — no toleration with that key or an empty key, and
-/// effect NoExecute or none — gets an `Exists` toleration of it for the configured seconds.
-/// The taint eviction controller then lets the pod stay that long on a failed node.
-pub fn add_default_tolerations(spec: &mut PodSpec, config: &AdmissionConfig) {
-    for (key, seconds) in [
-        (TAINT_NOT_READY, config.not_ready_toleration_seconds),
-        (TAINT_UNREACHABLE, config.unreachable_toleration_seconds),
-    ] {
-        let tolerated = spec.tolerations.iter().any(|t| {
-            (t.key.is_empty() || t.key == key)
-                && t.effect.is_none_or(|e| e == TaintEffect::NoExecute)
-        });
-        if !tolerated {
-            spec.tolerations.push(Toleration {
-                key: key.to_string(),
-                operator: Some(TolerationOperator::Exists),
-                value: String::new(),
-                effect: Some(TaintEffect::NoExecute),
-                toleration_seconds: Some(seconds),
-            });
+    for obj in store.list(Kind::RuntimeClass, None)? {
+        if let Object::RuntimeClass(rc) = obj {
+            classes.runtime.insert(rc.metadata.name.clone(), rc);
         }
     }
+    Ok(classes)
 }
 
 /// Looks a class up among the built-in system classes and the stored ones.
 pub fn priority_class(store: &dyn ObjectStore, name: &str) -> Result<Option<PriorityClass>> {
-    priority_class_with(store, name, &[])
-}
-
-/// As [`priority_class`], the classes of the current request (`pending`) first.
-fn priority_class_with(
-    store: &dyn ObjectStore,
-    name: &str,
-    pending: &[PriorityClass],
-) -> Result<Option<PriorityClass>> {
     if let Some(pc) = PriorityClass::system_classes()
         .into_iter()
-        .chain(pending.iter().cloned())
         .find(|pc| pc.metadata.name == name)
     {
         return Ok(Some(pc));
@@ -166,55 +101,6 @@ fn priority_class_with(
         Some(Object::PriorityClass(pc)) => Ok(Some(pc)),
         _ => Ok(None),
     }
-}
-
-/// Kubernetes' Priority admission: `priorityClassName` becomes `spec.priority` and
-/// `spec.preemptionPolicy`; without a class, the globalDefault class applies, else 0.
-fn resolve_priority(
-    store: &dyn ObjectStore,
-    pod: &mut Pod,
-    pending: &[PriorityClass],
-) -> Result<()> {
-    let class = if pod.spec.priority_class_name.is_empty() {
-        let default = pending
-            .iter()
-            .find(|pc| pc.global_default)
-            .cloned()
-            .map_or_else(|| global_default(store), |pc| Ok(Some(pc)))?;
-        if let Some(pc) = &default {
-            pod.spec.priority_class_name = pc.metadata.name.clone();
-        }
-        default
-    } else {
-        let name = pod.spec.priority_class_name.clone();
-        Some(
-            priority_class_with(store, &name, pending)?.ok_or_else(|| Error::Forbidden {
-                context: format!("pod {:?}", pod.metadata.name),
-                reason: format!("no PriorityClass with name {name} was found"),
-            })?,
-        )
-    };
-    let value = class.as_ref().map_or(0, |pc| pc.value);
-    if let Some(given) = pod.spec.priority {
-        if given != value {
-            return Err(Error::Forbidden {
-                context: format!("pod {:?}", pod.metadata.name),
-                reason: format!(
-                    "the integer value of priority ({given}) must not be provided in pod spec; \
-                     priority admission controller computed {value} from the given PriorityClass name"
-                ),
-            });
-        }
-    }
-    pod.spec.priority = Some(value);
-    if pod.spec.preemption_policy.is_none() {
-        pod.spec.preemption_policy = Some(
-            class
-                .and_then(|pc| pc.preemption_policy)
-                .unwrap_or(PreemptionPolicy::PreemptLowerPriority),
-        );
-    }
-    Ok(())
 }
 
 /// The stored class marked globalDefault, if any.
@@ -304,7 +190,12 @@ pub fn check_priority_class_unused(store: &dyn ObjectStore, name: &str) -> Resul
         return Ok(());
     }
     const SHOWN: usize = 10;
-    let mut listed = users.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    let mut listed = users
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
     if users.len() > SHOWN {
         listed.push_str(&format!(" and {} more", users.len() - SHOWN));
     }
@@ -403,6 +294,14 @@ pub fn merge_update(stored: &Object, incoming: Object) -> Result<(Object, ApplyA
                 new.status = old.status.clone();
             }
         }
+        // Controllers own these statuses; an apply changes only the spec.
+        (Object::Deployment(old), Object::Deployment(new)) => new.status = old.status.clone(),
+        (Object::ReplicaSet(old), Object::ReplicaSet(new)) => new.status = old.status.clone(),
+        (Object::DaemonSet(old), Object::DaemonSet(new)) => new.status = old.status.clone(),
+        (Object::PodDisruptionBudget(old), Object::PodDisruptionBudget(new)) => {
+            new.status = old.status.clone()
+        }
+        (Object::ResourceQuota(old), Object::ResourceQuota(new)) => new.status = old.status.clone(),
         _ => {}
     }
     let mut unchanged = stored.clone();
@@ -418,7 +317,10 @@ pub fn merge_update(stored: &Object, incoming: Object) -> Result<(Object, ApplyA
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{Container, ObjectMeta, PodSchedulingGate};
+    use berth_proto::model::{
+        Container, ObjectMeta, PodSchedulingGate, PreemptionPolicy, RestartPolicy, TaintEffect,
+        Toleration, TolerationOperator,
+    };
     use berth_store::{Op, SledStore};
 
     fn pod(name: &str, class: &str) -> Pod {
@@ -466,7 +368,7 @@ mod tests {
     }
 
     fn admitted_pod(store: &SledStore, p: Pod) -> Result<Pod> {
-        match admit(store, Object::Pod(p))? {
+        match admit(store, Object::Pod(p), &AdmissionConfig::default())? {
             Object::Pod(p) => Ok(p),
             other => panic!("admission changed the kind: {other:?}"),
         }
@@ -601,7 +503,7 @@ mod tests {
         for case in cases {
             let mut spec = pod("web", "").spec;
             spec.tolerations = case.given;
-            add_default_tolerations(&mut spec, &case.config);
+            rules::add_default_toleration_seconds(&mut spec, &case.config);
             assert_eq!(spec.tolerations, case.want, "{}", case.name);
         }
     }
@@ -609,8 +511,18 @@ mod tests {
     #[test]
     fn re_applying_a_pod_with_default_tolerations_changes_nothing() {
         let store = store_with(vec![]);
-        let stored = admit(&store, Object::Pod(pod("web", ""))).unwrap();
-        let again = admit(&store, Object::Pod(pod("web", ""))).unwrap();
+        let stored = admit(
+            &store,
+            Object::Pod(pod("web", "")),
+            &AdmissionConfig::default(),
+        )
+        .unwrap();
+        let again = admit(
+            &store,
+            Object::Pod(pod("web", "")),
+            &AdmissionConfig::default(),
+        )
+        .unwrap();
         let (_, action) = merge_update(&stored, again).unwrap();
         assert_eq!(action, ApplyAction::Unchanged);
     }
@@ -701,7 +613,13 @@ mod tests {
     fn pods_may_use_classes_of_the_same_request() {
         let store = store_with(vec![]);
         let pending = vec![class("high", 1000, false, false)];
-        let obj = admit_with(&store, Object::Pod(pod("web", "high")), &pending).unwrap();
+        let obj = admit_with(
+            &store,
+            Object::Pod(pod("web", "high")),
+            &pending,
+            &AdmissionConfig::default(),
+        )
+        .unwrap();
         let Object::Pod(p) = obj else {
             panic!("not a pod")
         };
@@ -711,13 +629,23 @@ mod tests {
     #[test]
     fn only_one_global_default() {
         let store = store_with(vec![class("a", 1, true, false)]);
-        let err = admit(&store, Object::PriorityClass(class("b", 2, true, false))).unwrap_err();
+        let err = admit(
+            &store,
+            Object::PriorityClass(class("b", 2, true, false)),
+            &AdmissionConfig::default(),
+        )
+        .unwrap_err();
         assert!(
             err.to_string().contains("already marked as default"),
             "{err}"
         );
         // Re-applying the same default class is fine.
-        admit(&store, Object::PriorityClass(class("a", 1, true, false))).unwrap();
+        admit(
+            &store,
+            Object::PriorityClass(class("a", 1, true, false)),
+            &AdmissionConfig::default(),
+        )
+        .unwrap();
     }
 
     #[test]
@@ -737,7 +665,12 @@ mod tests {
         base.spec.scheduling_gates = vec![PodSchedulingGate {
             name: "wait".into(),
         }];
-        let stored = admit(&store, Object::Pod(base.clone())).unwrap();
+        let stored = admit(
+            &store,
+            Object::Pod(base.clone()),
+            &AdmissionConfig::default(),
+        )
+        .unwrap();
         struct Case {
             name: &'static str,
             change: fn(&mut Pod),
@@ -789,7 +722,8 @@ mod tests {
         for case in cases {
             let mut incoming = base.clone();
             (case.change)(&mut incoming);
-            let incoming = admit(&store, Object::Pod(incoming)).unwrap();
+            let incoming =
+                admit(&store, Object::Pod(incoming), &AdmissionConfig::default()).unwrap();
             match (merge_update(&stored, incoming), case.want) {
                 (Ok((_, action)), Ok(want)) => assert_eq!(action, want, "{}", case.name),
                 (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{}: {e}", case.name),
@@ -807,5 +741,27 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("may not be changed"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod workload_status_tests {
+    use super::*;
+    use berth_proto::model::Deployment;
+
+    #[test]
+    fn reapplying_a_workload_keeps_the_status_its_controller_wrote() {
+        let yaml = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: nginx}]}\n";
+        let manifest: Deployment = serde_yaml_ng::from_str(yaml).expect("a valid Deployment");
+        let mut stored = manifest.clone();
+        stored.status.replicas = 3;
+        let (merged, action) =
+            merge_update(&Object::Deployment(stored), Object::Deployment(manifest))
+                .expect("an allowed update");
+        assert_eq!(action, ApplyAction::Unchanged);
+        let Object::Deployment(merged) = merged else {
+            panic!("the kind changed")
+        };
+        assert_eq!(merged.status.replicas, 3);
     }
 }

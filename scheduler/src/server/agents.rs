@@ -291,7 +291,11 @@ impl AgentService {
                             .annotations
                             .insert(security::NODE_CREDENTIAL_ANNOTATION.into(), name.clone());
                     }
-                    let obj = admission::admit(self.store.as_ref(), Object::Node(node))?;
+                    let obj = admission::admit(
+                        self.store.as_ref(),
+                        Object::Node(node),
+                        &Default::default(),
+                    )?;
                     (Op::Create(obj), None)
                 }
                 Some(Object::Node(mut stored)) => {
@@ -306,7 +310,11 @@ impl AgentService {
                     }
                     stored.status = reported.status.clone();
                     let rv = stored.metadata.resource_version.clone();
-                    let obj = admission::admit(self.store.as_ref(), Object::Node(stored))?;
+                    let obj = admission::admit(
+                        self.store.as_ref(),
+                        Object::Node(stored),
+                        &Default::default(),
+                    )?;
                     (
                         Op::Update {
                             object: obj,

@@ -32,6 +32,8 @@ pub struct ApiService {
     store: Arc<dyn ObjectStore>,
     /// Ends open watches when the server shuts down.
     shutdown: tokio_util::sync::CancellationToken,
+    /// Settings of pod admission.
+    admission: admission::AdmissionConfig,
 }
 
 impl ApiService {
@@ -40,7 +42,14 @@ impl ApiService {
         ApiService {
             store,
             shutdown: tokio_util::sync::CancellationToken::new(),
+            admission: admission::AdmissionConfig::default(),
         }
+    }
+
+    /// The same service, admitting pods with `config`.
+    pub fn with_admission(mut self, config: admission::AdmissionConfig) -> Self {
+        self.admission = config;
+        self
     }
 
     /// Ends the watches of this service when `shutdown` fires, so that a graceful stop does
@@ -81,7 +90,7 @@ impl ApiService {
             })
             .collect();
         for obj in objects {
-            let obj = admission::admit_with(self.store.as_ref(), obj, &classes)?;
+            let obj = admission::admit_with(self.store.as_ref(), obj, &classes, &self.admission)?;
             check_object_size(&obj)?;
             let key = obj.key();
             if !seen.insert(key.clone()) {

@@ -82,11 +82,11 @@ pub struct Args {
     pub node_eviction_rate: f64,
     /// tolerationSeconds of the `node.kubernetes.io/not-ready:NoExecute` toleration added to
     /// every pod that has none.
-    #[arg(long, default_value_t = admission::DEFAULT_TOLERATION_SECONDS)]
+    #[arg(long, default_value_t = crate::admission::DEFAULT_TOLERATION_SECONDS)]
     pub default_not_ready_toleration_seconds: i64,
     /// tolerationSeconds of the `node.kubernetes.io/unreachable:NoExecute` toleration added
     /// to every pod that has none.
-    #[arg(long, default_value_t = admission::DEFAULT_TOLERATION_SECONDS)]
+    #[arg(long, default_value_t = crate::admission::DEFAULT_TOLERATION_SECONDS)]
     pub default_unreachable_toleration_seconds: i64,
 }
 
@@ -187,14 +187,14 @@ pub async fn run(
         seed,
     );
     let loop_thread = scheduling.spawn(shutdown.clone());
-    let controllers_thread =
-        crate::controllers::ControllerManager::new(store.clone(), writer.clone())
-            .spawn(shutdown.clone());
-
-    admission::configure(admission::AdmissionConfig {
+    let admission_config = admission::AdmissionConfig {
         not_ready_toleration_seconds: args.default_not_ready_toleration_seconds,
         unreachable_toleration_seconds: args.default_unreachable_toleration_seconds,
-    });
+    };
+    let controllers_thread =
+        crate::controllers::ControllerManager::new(store.clone(), writer.clone())
+            .with_admission(admission_config)
+            .spawn(shutdown.clone());
     let node_health = Arc::new(node_lifecycle::NodeHealth::new());
     let lifecycle = tokio::spawn(node_lifecycle::run(
         node_lifecycle::NodeLifecycleController::new(
@@ -280,7 +280,9 @@ pub async fn run(
         .add_service(
             security.protect(
                 pb::berth_server::BerthServer::new(
-                    api::ApiService::new(store.clone()).with_shutdown(shutdown.clone()),
+                    api::ApiService::new(store.clone())
+                        .with_admission(admission_config)
+                        .with_shutdown(shutdown.clone()),
                 )
                 .max_decoding_message_size(api::MAX_REQUEST_BYTES),
             ),

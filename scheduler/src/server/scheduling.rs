@@ -7,9 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use berth_proto::model::{
-    Kind, Object, Pod, PodCondition, PodDisruptionBudget, PodPhase, Time,
-};
+use berth_proto::model::{Kind, Object, Pod, PodCondition, PodDisruptionBudget, PodPhase, Time};
 use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -17,8 +15,8 @@ use tracing::{debug, info, info_span, warn};
 
 use super::events::{pod_ref, EventRecorder, NORMAL, WARNING};
 use super::writer::{FailureNotice, Write, Writer};
-use crate::cycle::{Algorithm, ScheduleOptions, ScheduleResult};
 use crate::controllers::disruption::disruption_budget;
+use crate::cycle::{Algorithm, ScheduleOptions, ScheduleResult};
 use crate::framework::{DisruptionBudget, Nomination, PodInfo, Snapshot};
 use crate::perf::histogram::LatencyHistogram;
 use crate::profile::Profiles;

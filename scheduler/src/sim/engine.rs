@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use berth_proto::model::Pod;
 
-use super::admission::{self, Classes};
+use crate::admission::{self, AdmissionConfig, Classes};
 use super::budgets::Budgets;
 use super::input::Catalog;
 use super::{NodeOutcome, PodOutcome, SimError, SimOptions, SimOutput};
@@ -157,7 +157,7 @@ impl Engine {
             message: None,
             nodes: self.explain.then(BTreeMap::new),
         });
-        if let Err(e) = admission::admit_pending_pod(&mut pod, classes) {
+        if let Err(e) = admission::admit_pending_pod(&mut pod, classes, &AdmissionConfig::default()) {
             self.outcomes[index].message = Some(e.to_string());
             return;
         }

@@ -8,7 +8,7 @@ use berth_proto::validate;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use super::admission::Classes;
+use crate::admission::Classes;
 use super::SimError;
 use crate::workloads;
 

@@ -7,7 +7,7 @@
 //!   labels to namespaceSelector; PriorityClasses (and the two built-in system classes)
 //!   resolve pod priorities; RuntimeClasses add their overhead and scheduling constraints to
 //!   their pods; PodDisruptionBudgets steer preemption's choice of victims.
-//! - Pods are admitted as the API server admits them ([`admission`]). A pod refused there
+//! - Pods are admitted as the API server admits them ([`crate::admission`]). A pod refused there
 //!   (unknown PriorityClass, invalid spec) is left pending with the server's message.
 //! - Pods with `spec.nodeName` are already running where they are. Every other pod is queued
 //!   in input order and scheduled in queue order (priority, then arrival), with preemption,
@@ -19,11 +19,9 @@
 //! # Layout
 //!
 //! - [`input`]: sorting the objects, expanding workloads, naming pods.
-//! - [`admission`]: defaults, priority, RuntimeClass and validation of each pod.
 //! - [`budgets`]: PodDisruptionBudgets' `disruptionsAllowed`, kept current.
 //! - [`engine`]: the scheduling loop over the virtual clock.
 
-pub mod admission;
 pub mod budgets;
 pub mod engine;
 pub mod input;

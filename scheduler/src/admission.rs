@@ -1,15 +1,16 @@
-//! What the API server does to a pod before the scheduler sees it, for `berth sim`: defaults
-//! (namespace, schedulerName), Priority admission, RuntimeClass admission,
+//! What the API server does to a pod before the scheduler sees it: defaults (namespace,
+//! schedulerName, restartPolicy, grace period), Priority admission, RuntimeClass admission,
 //! DefaultTolerationSeconds and validation, with kube's messages when a pod is refused.
 //!
-//! These are pure functions over the classes the input declares. The live server's
-//! `server::admission` resolves priorities against its store; the rules are the same.
+//! These are pure functions over the classes in force ([`Classes`]): `berth sim` builds them
+//! from its input, the live server (`server::admission`) from its store, so both admit pods
+//! by the same rules.
 
 use std::collections::BTreeMap;
 
 use berth_proto::model::{
-    Pod, PodSpec, PreemptionPolicy, PriorityClass, RuntimeClass, TaintEffect, Toleration,
-    TolerationOperator, DEFAULT_NAMESPACE,
+    Pod, PodSpec, PreemptionPolicy, PriorityClass, RestartPolicy, RuntimeClass, TaintEffect,
+    Toleration, TolerationOperator, DEFAULT_NAMESPACE,
 };
 use berth_proto::validate::{self, ValidationErrors};
 
@@ -19,11 +20,34 @@ use crate::profile::DEFAULT_SCHEDULER_NAME;
 /// pod that does not say (kube's DefaultTolerationSeconds admission).
 pub const DEFAULT_TOLERATION_SECONDS: i64 = 300;
 
-/// The taints DefaultTolerationSeconds adds a toleration for.
-const DEFAULT_TOLERATED_TAINTS: [&str; 2] = [
-    "node.kubernetes.io/not-ready",
-    "node.kubernetes.io/unreachable",
-];
+/// The taint of a node whose Ready condition is False.
+pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
+/// The taint of a node whose agent stopped sending heartbeats.
+pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+
+/// Default `terminationGracePeriodSeconds` of a pod, as in Kubernetes.
+pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
+
+/// Settings of pod admission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdmissionConfig {
+    /// tolerationSeconds of the not-ready toleration added to every pod without one
+    /// (`--default-not-ready-toleration-seconds`).
+    pub not_ready_toleration_seconds: i64,
+    /// tolerationSeconds of the unreachable toleration added to every pod without one
+    /// (`--default-unreachable-toleration-seconds`).
+    pub unreachable_toleration_seconds: i64,
+}
+
+impl Default for AdmissionConfig {
+    /// Kubernetes' defaults (300 s for both tolerations).
+    fn default() -> Self {
+        AdmissionConfig {
+            not_ready_toleration_seconds: DEFAULT_TOLERATION_SECONDS,
+            unreachable_toleration_seconds: DEFAULT_TOLERATION_SECONDS,
+        }
+    }
+}
 
 /// Why the API server would refuse a pod; displays as kube's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,25 +106,48 @@ fn forbidden(pod: &Pod, reason: String) -> AdmissionError {
 /// Admits a pod that is to be scheduled: drops the status a client wrote, applies the
 /// defaults, resolves its priority and RuntimeClass, adds the default tolerations and
 /// validates it, in the API server's order (mutating admission, then validation).
-pub fn admit_pending_pod(pod: &mut Pod, classes: &Classes) -> Result<(), AdmissionError> {
+pub fn admit_pending_pod(
+    pod: &mut Pod,
+    classes: &Classes,
+    config: &AdmissionConfig,
+) -> Result<(), AdmissionError> {
     pod.status = Default::default();
-    apply_defaults(pod);
-    resolve_priority(pod, classes)?;
-    apply_runtime_class(pod, classes)?;
-    add_default_toleration_seconds(&mut pod.spec);
+    mutate(pod, classes, config)?;
     validate::validate_pod(pod).map_err(|source| AdmissionError::Invalid {
         name: pod.metadata.name.clone(),
         source,
     })
 }
 
-/// Namespace `default` and schedulerName `default-scheduler` when left out.
+/// The mutating admission of a pod, in the API server's order: defaults, Priority,
+/// RuntimeClass, DefaultTolerationSeconds.
+pub fn mutate(
+    pod: &mut Pod,
+    classes: &Classes,
+    config: &AdmissionConfig,
+) -> Result<(), AdmissionError> {
+    apply_defaults(pod);
+    resolve_priority(pod, classes)?;
+    apply_runtime_class(pod, classes)?;
+    add_default_toleration_seconds(&mut pod.spec, config);
+    Ok(())
+}
+
+/// The API server's defaults: namespace `default`, schedulerName `default-scheduler`,
+/// restartPolicy `Always` and a 30 s grace period when left out.
 pub fn apply_defaults(pod: &mut Pod) {
     if pod.metadata.namespace.is_empty() {
         pod.metadata.namespace = DEFAULT_NAMESPACE.to_string();
     }
-    if pod.spec.scheduler_name.is_empty() {
-        pod.spec.scheduler_name = DEFAULT_SCHEDULER_NAME.to_string();
+    let spec = &mut pod.spec;
+    if spec.scheduler_name.is_empty() {
+        spec.scheduler_name = DEFAULT_SCHEDULER_NAME.to_string();
+    }
+    if spec.restart_policy.is_none() {
+        spec.restart_policy = Some(RestartPolicy::Always);
+    }
+    if spec.termination_grace_period_seconds.is_none() {
+        spec.termination_grace_period_seconds = Some(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
     }
 }
 
@@ -209,9 +256,13 @@ pub fn apply_runtime_class(pod: &mut Pod, classes: &Classes) -> Result<(), Admis
 
 /// kube's DefaultTolerationSeconds admission: unless the pod already tolerates them (a
 /// toleration with that key, or no key, and effect NoExecute or none), adds tolerations of
-/// the not-ready and unreachable NoExecute taints for [`DEFAULT_TOLERATION_SECONDS`].
-pub fn add_default_toleration_seconds(spec: &mut PodSpec) {
-    for key in DEFAULT_TOLERATED_TAINTS {
+/// the not-ready and unreachable NoExecute taints for the configured seconds. The taint
+/// eviction controller then lets the pod stay that long on a failed node.
+pub fn add_default_toleration_seconds(spec: &mut PodSpec, config: &AdmissionConfig) {
+    for (key, seconds) in [
+        (TAINT_NOT_READY, config.not_ready_toleration_seconds),
+        (TAINT_UNREACHABLE, config.unreachable_toleration_seconds),
+    ] {
         let tolerated = spec.tolerations.iter().any(|t| {
             (t.key.is_empty() || t.key == key)
                 && t.effect.is_none_or(|e| e == TaintEffect::NoExecute)
@@ -222,7 +273,7 @@ pub fn add_default_toleration_seconds(spec: &mut PodSpec) {
                 operator: Some(TolerationOperator::Exists),
                 value: String::new(),
                 effect: Some(TaintEffect::NoExecute),
-                toleration_seconds: Some(DEFAULT_TOLERATION_SECONDS),
+                toleration_seconds: Some(seconds),
             });
         }
     }
