@@ -31,7 +31,9 @@ fn render(selector: &LabelSelector) -> String {
 }
 
 fn key() -> impl Strategy<Value = String> {
-    "([a-z0-9]([a-z0-9.-]{0,10}[a-z0-9])?/)?[a-zA-Z0-9]([a-zA-Z0-9_.-]{0,20}[a-zA-Z0-9])?"
+    // An optional DNS-subdomain prefix (dot-separated labels that start and end with an
+    // alphanumeric), then a name.
+    "([a-z0-9]([a-z0-9-]{0,6}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,6}[a-z0-9])?){0,2}/)?[a-zA-Z0-9]([a-zA-Z0-9_.-]{0,20}[a-zA-Z0-9])?"
 }
 
 fn value() -> impl Strategy<Value = String> {
