@@ -55,7 +55,11 @@ fn pod_lands_on_the_node_that_fits_and_survives_a_scheduler_restart() {
         str_at(&cluster.pod_json("big"), "/status/phase") == "Running"
     });
     let pod = cluster.pod_json("big");
-    assert_eq!(str_at(&pod, "/spec/nodeName"), "large", "3 cpu only fit the 4-cpu node");
+    assert_eq!(
+        str_at(&pod, "/spec/nodeName"),
+        "large",
+        "3 cpu only fit the 4-cpu node"
+    );
 
     // Restart the scheduler on the same store: the binding and the status are still there,
     // and the agents reconnect.
@@ -72,7 +76,10 @@ fn pod_lands_on_the_node_that_fits_and_survives_a_scheduler_restart() {
     // Re-applying the same manifest changes nothing.
     let out = cluster.berth_ok(&["apply", "-f", path.to_str().unwrap()]);
     assert!(out.contains("pod/big unchanged"), "apply said: {out}");
-    assert_eq!(str_at(&cluster.pod_json("big"), "/metadata/uid"), uid_before);
+    assert_eq!(
+        str_at(&cluster.pod_json("big"), "/metadata/uid"),
+        uid_before
+    );
 }
 
 #[test]
@@ -89,7 +96,21 @@ fn a_pod_that_fits_nowhere_stays_pending_and_describe_says_why() {
     assert_eq!(str_at(&pod, "/status/phase"), "Pending");
     assert_eq!(str_at(&pod, "/spec/nodeName"), "");
     let describe = cluster.berth_ok(&["describe", "pod", "huge"]);
-    assert!(describe.contains("FailedScheduling"), "describe: {describe}");
+    assert!(
+        describe.contains("FailedScheduling"),
+        "describe: {describe}"
+    );
+    // The per-node explanation, as `berth sim --explain` gives it offline.
+    for node in ["small", "large"] {
+        let line = describe
+            .lines()
+            .find(|l| l.trim_start().starts_with(node) && l.contains("rejected by"))
+            .unwrap_or_else(|| panic!("no verdict for {node} in: {describe}"));
+        assert!(
+            line.contains("NodeResourcesFit: Insufficient cpu"),
+            "verdict for {node}: {line}"
+        );
+    }
 }
 
 #[test]
@@ -103,7 +124,10 @@ fn a_misspelled_manifest_is_refused_whole_with_its_field_path() {
     assert!(!out.status.success(), "a typo must fail the apply");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("typo.yaml"), "names the file: {stderr}");
-    assert!(stderr.contains("document 2"), "names the document: {stderr}");
+    assert!(
+        stderr.contains("document 2"),
+        "names the document: {stderr}"
+    );
     assert!(
         stderr.contains("spec.containers[0]") && stderr.contains("resoures"),
         "names the field path: {stderr}"

@@ -8,10 +8,10 @@ use std::time::SystemTime;
 
 use anyhow::bail;
 use berth_proto::model::{
-    Container, Event, Kind, Node, Object, Pod, PreemptionPolicy, PriorityClass, ResourceList,
-    RestartPolicy, StringMap, Time,
+    Container, Event, Kind, Node, Object, Pod, PodPhase, PreemptionPolicy, PriorityClass,
+    ResourceList, RestartPolicy, StringMap, Time,
 };
-use berth_proto::Quantity;
+use berth_proto::{pb, Quantity};
 use berth_scheduler::framework::resources::pod_requests;
 use clap::Args;
 
@@ -85,7 +85,14 @@ pub async fn run(args: DescribeArgs, ctx: &mut Context<'_>) -> anyhow::Result<()
                 let events = client
                     .list(Kind::Event, &pod.metadata.namespace, "", "")
                     .await?;
-                describe_pod(pod, &events_about(&events, "Pod", &pod.metadata), now)
+                let mut text = describe_pod(pod, &events_about(&events, "Pod", &pod.metadata), now);
+                if pod.spec.node_name.is_empty() && pod.status.phase == PodPhase::Pending {
+                    // Best effort: an older or busy server simply shows no verdicts.
+                    if let Ok(answer) = explain(ctx, pod).await {
+                        text.push_str(&node_verdicts(&answer));
+                    }
+                }
+                text
             }
             Object::Node(node) => {
                 let pods = client.list(Kind::Pod, "", "", &node.metadata.name).await?;
@@ -696,6 +703,52 @@ pub fn describe_priority_class(pc: &PriorityClass) -> String {
     write_map(&mut out, "Annotations", &pc.metadata.annotations);
     out.push_str("Events:\t<none>\n");
     tabulate(&out, 0, DESCRIBE_PADDING)
+}
+
+/// Most node verdicts `describe` lists; the rest are counted.
+const MAX_NODE_VERDICTS: usize = 100;
+
+/// Asks the scheduler where the pending pod could go, node by node.
+async fn explain(ctx: &Context<'_>, pod: &Pod) -> anyhow::Result<pb::ExplainResponse> {
+    let mut telemetry = super::top::connect_telemetry(ctx).await?;
+    Ok(telemetry
+        .explain(pb::ExplainRequest {
+            namespace: pod.metadata.namespace.clone(),
+            name: pod.metadata.name.clone(),
+        })
+        .await?
+        .into_inner())
+}
+
+/// The `Node verdicts:` section: each node's filter verdict and, for feasible nodes, the
+/// final score — the live counterpart of `berth sim --explain`.
+pub fn node_verdicts(answer: &pb::ExplainResponse) -> String {
+    let mut out = String::from("Node verdicts (the cluster as the next attempt sees it):\n");
+    if answer.nodes.is_empty() {
+        out.push_str("  <no nodes>\n");
+    }
+    let width = answer
+        .nodes
+        .iter()
+        .take(MAX_NODE_VERDICTS)
+        .map(|v| v.node.len())
+        .max()
+        .unwrap_or(0);
+    for v in answer.nodes.iter().take(MAX_NODE_VERDICTS) {
+        let verdict = if v.feasible {
+            format!("feasible, score {}", v.score)
+        } else {
+            format!("rejected by {}: {}", v.plugin, v.reasons.join(", "))
+        };
+        out.push_str(&format!("  {:width$}  {verdict}\n", v.node));
+    }
+    if answer.nodes.len() > MAX_NODE_VERDICTS {
+        out.push_str(&format!(
+            "  ... and {} more nodes\n",
+            answer.nodes.len() - MAX_NODE_VERDICTS
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

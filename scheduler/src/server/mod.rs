@@ -186,6 +186,7 @@ pub async fn run(
         profiles,
         seed,
     );
+    let (scheduling, explainer) = scheduling.with_explainer();
     let loop_thread = scheduling.spawn(shutdown.clone());
     let admission_config = admission::AdmissionConfig {
         not_ready_toleration_seconds: args.default_not_ready_toleration_seconds,
@@ -298,7 +299,8 @@ pub async fn run(
             ),
         )
         .add_service(security.protect(pb::telemetry_server::TelemetryServer::new(
-            usage::TelemetryService::new(store.clone(), telemetry, sessions),
+            usage::TelemetryService::new(store.clone(), telemetry, sessions)
+                .with_explainer(explainer),
         )))
         .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
         .await

@@ -16,7 +16,7 @@ use tracing::{debug, info, info_span, warn};
 use super::events::{pod_ref, EventRecorder, NORMAL, WARNING};
 use super::writer::{FailureNotice, Write, Writer};
 use crate::controllers::disruption::disruption_budget;
-use crate::cycle::{Algorithm, ScheduleOptions, ScheduleResult};
+use crate::cycle::{Algorithm, Explanation, ScheduleOptions, ScheduleResult};
 use crate::framework::{DisruptionBudget, Nomination, PodInfo, Snapshot};
 use crate::perf::histogram::LatencyHistogram;
 use crate::profile::Profiles;
@@ -49,6 +49,50 @@ pub struct SchedulingLoop {
     pods: HashMap<String, KnownPod>,
     /// Duration of every scheduling attempt (cycle, assume and hand-off to the writer).
     attempt_latency: Arc<LatencyHistogram>,
+    /// Questions from `berth describe` about pending pods.
+    explain_rx: Option<mpsc::Receiver<ExplainQuery>>,
+}
+
+/// A question for the scheduling loop: where could this pending pod go, node by node?
+pub struct ExplainQuery {
+    namespace: String,
+    name: String,
+    reply: tokio::sync::oneshot::Sender<Result<ExplainAnswer, String>>,
+}
+
+/// The loop's answer: every node's verdict for the pod, against the current cluster.
+#[derive(Debug)]
+pub struct ExplainAnswer {
+    /// Verdict per node.
+    pub explanation: Explanation,
+    /// kube's aggregated message when no node fits.
+    pub message: Option<String>,
+}
+
+/// Asks the scheduling loop to explain pending pods.
+#[derive(Clone)]
+pub struct Explainer {
+    tx: mpsc::Sender<ExplainQuery>,
+}
+
+impl Explainer {
+    /// Evaluates the pending pod `namespace/name` against every node, as the next
+    /// scheduling attempt would (without binding or preempting anything).
+    pub async fn explain(&self, namespace: &str, name: &str) -> Result<ExplainAnswer, String> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let query = ExplainQuery {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            reply,
+        };
+        self.tx
+            .send(query)
+            .await
+            .map_err(|_| "the scheduling loop has stopped".to_string())?;
+        answer
+            .await
+            .map_err(|_| "the scheduling loop has stopped".to_string())?
+    }
 }
 
 impl SchedulingLoop {
@@ -75,7 +119,15 @@ impl SchedulingLoop {
             queue: SchedulingQueue::new(QueueConfig::default()),
             pods: HashMap::new(),
             attempt_latency: Arc::new(LatencyHistogram::new()),
+            explain_rx: None,
         }
+    }
+
+    /// The loop, and a handle through which to ask it to explain pending pods.
+    pub fn with_explainer(mut self) -> (Self, Explainer) {
+        let (tx, rx) = mpsc::channel(16);
+        self.explain_rx = Some(rx);
+        (self, Explainer { tx })
     }
 
     /// The histogram of scheduling-attempt durations, shared: benchmarks read (and reset)
@@ -113,6 +165,7 @@ impl SchedulingLoop {
             }
             self.drain_changes();
             self.drain_failures();
+            self.drain_explain_queries();
             let now = Instant::now();
             self.queue.flush_unschedulable_leftover(now);
             if let Some(queued) = self.queue.pop(now) {
@@ -126,6 +179,7 @@ impl SchedulingLoop {
                 _ = shutdown.cancelled() => break,
                 change = self.changes.recv() => self.on_change_result(change),
                 Some(notice) = self.failures.recv() => self.on_bind_failure(notice),
+                Some(query) = next_query(&mut self.explain_rx) => self.explain(query),
                 _ = tokio::time::sleep(sleep) => {}
             }
         }
@@ -318,6 +372,57 @@ impl SchedulingLoop {
                 last_message,
             },
         );
+    }
+
+    fn drain_explain_queries(&mut self) {
+        while let Some(query) = self.explain_rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
+            self.explain(query);
+        }
+    }
+
+    /// Answers an explain query: the pod evaluated against every node of the current
+    /// snapshot, with a throw-away tie-break state so the real cycle is not disturbed.
+    fn explain(&mut self, query: ExplainQuery) {
+        let known = self.pods.values().find(|k| {
+            k.pod.metadata.namespace == query.namespace && k.pod.metadata.name == query.name
+        });
+        let answer = match known {
+            None => Err(format!(
+                "pod {}/{} is not waiting to be scheduled",
+                query.namespace, query.name
+            )),
+            Some(k) if !k.pod.spec.node_name.is_empty() || k.assumed_node.is_some() => Err(
+                format!("pod {}/{} is already bound", query.namespace, query.name),
+            ),
+            Some(k) => match self.profiles.get(&k.pod.spec.scheduler_name) {
+                None => Err(format!(
+                    "no scheduler profile named {:?}",
+                    k.pod.spec.scheduler_name
+                )),
+                Some(profile) => {
+                    let info = PodInfo::new(k.pod.clone());
+                    let result = Algorithm::new(0).schedule(
+                        profile,
+                        &self.snapshot,
+                        &info,
+                        &ScheduleOptions { explain: true },
+                    );
+                    let message = result.failure_message();
+                    let explanation = match result {
+                        ScheduleResult::Scheduled { explanation, .. }
+                        | ScheduleResult::Unschedulable { explanation, .. } => {
+                            explanation.unwrap_or_default()
+                        }
+                        ScheduleResult::Error(_) => Explanation::default(),
+                    };
+                    Ok(ExplainAnswer {
+                        explanation,
+                        message,
+                    })
+                }
+            },
+        };
+        let _ = query.reply.send(answer);
     }
 
     /// One scheduling attempt, timed.
@@ -614,5 +719,13 @@ pub fn set_condition(conditions: &mut Vec<PodCondition>, mut new: PodCondition) 
             *old = new;
         }
         None => conditions.push(new),
+    }
+}
+
+/// The next explain query, or never when the loop takes none.
+async fn next_query(rx: &mut Option<mpsc::Receiver<ExplainQuery>>) -> Option<ExplainQuery> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }

@@ -159,6 +159,7 @@ pub struct TelemetryService {
     store: Arc<dyn ObjectStore>,
     telemetry: Arc<Telemetry>,
     sessions: Arc<Sessions>,
+    explainer: Option<super::scheduling::Explainer>,
 }
 
 impl TelemetryService {
@@ -172,7 +173,14 @@ impl TelemetryService {
             store,
             telemetry,
             sessions,
+            explainer: None,
         }
+    }
+
+    /// The same service, answering Explain through the scheduling loop.
+    pub fn with_explainer(mut self, explainer: super::scheduling::Explainer) -> Self {
+        self.explainer = Some(explainer);
+        self
     }
 
     fn store_error(e: berth_store::Error) -> Status {
@@ -238,6 +246,53 @@ type LogsStream = Pin<Box<dyn Stream<Item = Result<pb::LogsResponse, Status>> + 
 
 #[tonic::async_trait]
 impl pb::telemetry_server::Telemetry for TelemetryService {
+    #[instrument(skip_all)]
+    async fn explain(
+        &self,
+        req: Request<pb::ExplainRequest>,
+    ) -> Result<Response<pb::ExplainResponse>, Status> {
+        let req = req.into_inner();
+        let namespace = if req.namespace.is_empty() {
+            "default".to_string()
+        } else {
+            req.namespace
+        };
+        let explainer = self
+            .explainer
+            .as_ref()
+            .ok_or_else(|| Status::unavailable("this server does not schedule"))?;
+        let answer = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            explainer.explain(&namespace, &req.name),
+        )
+        .await
+        .map_err(|_| Status::deadline_exceeded("the scheduling loop did not answer in time"))?
+        .map_err(Status::failed_precondition)?;
+        let nodes = answer
+            .explanation
+            .nodes
+            .into_iter()
+            .map(|(node, verdict)| match verdict {
+                crate::cycle::NodeVerdict::Feasible { score } => pb::NodeVerdict {
+                    node,
+                    feasible: true,
+                    score,
+                    ..Default::default()
+                },
+                crate::cycle::NodeVerdict::Rejected { plugin, reasons } => pb::NodeVerdict {
+                    node,
+                    plugin: plugin.to_string(),
+                    reasons,
+                    ..Default::default()
+                },
+            })
+            .collect();
+        Ok(Response::new(pb::ExplainResponse {
+            nodes,
+            message: answer.message.unwrap_or_default(),
+        }))
+    }
+
     #[instrument(skip_all)]
     async fn top(&self, req: Request<pb::TopRequest>) -> Result<Response<pb::TopResponse>, Status> {
         let req = req.into_inner();
