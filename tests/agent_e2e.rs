@@ -234,3 +234,74 @@ fn one_process_hosts_many_simulated_nodes() {
         phase(&cluster, "on-sim") == "Running"
     });
 }
+
+/// The pods of a Deployment's label, as (name, node, phase, reason).
+fn pods_of(cluster: &TestCluster, selector: &str) -> Vec<(String, String, String, String)> {
+    let out = cluster.berth_ok(&["get", "pods", "-l", selector, "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&out).expect("pod list JSON");
+    let items = match list.get("items") {
+        Some(items) => items.as_array().cloned().unwrap_or_default(),
+        None => vec![list],
+    };
+    items
+        .iter()
+        .map(|p| {
+            (
+                str_at(p, "/metadata/name").to_string(),
+                str_at(p, "/spec/nodeName").to_string(),
+                str_at(p, "/status/phase").to_string(),
+                str_at(p, "/status/reason").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_evicted_deployment_pod_is_replaced_on_another_node() {
+    let mut cluster = TestCluster::start();
+    let pressure = [
+        "--runtime",
+        "sim",
+        "--cpu",
+        "4",
+        "--memory",
+        "1Gi",
+        "--housekeeping-interval",
+        "1s",
+        "--eviction-hard",
+        "memory.available<200Mi",
+    ];
+    start_agent(&mut cluster, "n1", &pressure);
+    apply(
+        &cluster,
+        "greedy.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: resident\n  annotations:\n    sim.berth.dev/memory-usage: 500Mi\n\
+         spec:\n  nodeName: n1\n  containers:\n  - name: main\n    image: app\n    resources:\n      requests: {memory: 600Mi}\n---\n\
+         apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: greedy\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: greedy}\n\
+         \x20 template:\n    metadata:\n      labels: {app: greedy}\n      annotations:\n        sim.berth.dev/memory-usage: 500Mi\n\
+         \x20   spec:\n      containers:\n      - name: main\n        image: app\n        resources:\n          requests: {memory: 100Mi}\n",
+    );
+    wait_until("the Deployment's pod is bound to n1", || {
+        pods_of(&cluster, "app=greedy")
+            .iter()
+            .any(|(_, node, _, _)| node == "n1")
+    });
+    // A second, roomy node joins; the pod over its request on n1 is evicted and its
+    // ReplicaSet replaces it there (n1 is tainted memory-pressure meanwhile).
+    start_agent(
+        &mut cluster,
+        "n2",
+        &["--runtime", "sim", "--cpu", "4", "--memory", "8Gi"],
+    );
+    wait_until("the evicted pod is replaced on n2", || {
+        let pods = pods_of(&cluster, "app=greedy");
+        let evicted = pods.iter().any(|(_, node, phase, reason)| {
+            node == "n1" && phase == "Failed" && reason == "Evicted"
+        });
+        let replaced = pods
+            .iter()
+            .any(|(_, node, phase, _)| node == "n2" && phase == "Running");
+        evicted && replaced
+    });
+    assert_eq!(phase(&cluster, "resident"), "Running", "{}", cluster.logs());
+}
