@@ -370,23 +370,6 @@ pub fn kind_display(kind: Kind) -> &'static str {
     }
 }
 
-/// The plural resource name, as in `No resources found` hints and selector errors.
-pub fn kind_plural(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Pod => "pods",
-        Kind::Node => "nodes",
-        Kind::PriorityClass => "priorityclasses",
-        Kind::Event => "events",
-        Kind::Namespace => "namespaces",
-        Kind::RuntimeClass => "runtimeclasses",
-        Kind::PodDisruptionBudget => "poddisruptionbudgets",
-        Kind::Deployment => "deployments",
-        Kind::ReplicaSet => "replicasets",
-        Kind::DaemonSet => "daemonsets",
-        Kind::ResourceQuota => "resourcequotas",
-    }
-}
-
 /// An object as a JSON value, with `apiVersion` and `kind` filled in if they are empty.
 pub fn object_value(obj: &Object) -> serde_json::Value {
     let value = match obj {

@@ -200,19 +200,7 @@ impl fmt::Debug for SledStore {
 
 /// The sled tree holding a kind's objects.
 fn tree_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Pod => "pods",
-        Kind::Node => "nodes",
-        Kind::PriorityClass => "priorityclasses",
-        Kind::Event => "events",
-        Kind::Namespace => "namespaces",
-        Kind::RuntimeClass => "runtimeclasses",
-        Kind::PodDisruptionBudget => "poddisruptionbudgets",
-        Kind::Deployment => "deployments",
-        Kind::ReplicaSet => "replicasets",
-        Kind::DaemonSet => "daemonsets",
-        Kind::ResourceQuota => "resourcequotas",
-    }
+    kind.plural()
 }
 
 /// Position of a kind's tree in [`SledStore::trees`].

@@ -51,7 +51,7 @@ pub async fn run(args: EvictArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
             if let Some((kind, _)) = named.iter().find(|(k, _)| *k != Kind::Pod) {
                 bail!(
                     "only pods can be evicted, not {}",
-                    crate::output::kind_plural(*kind)
+                    kind.plural()
                 );
             }
             named.into_iter().map(|(_, n)| n).collect()

@@ -5,7 +5,6 @@
 use anyhow::bail;
 use berth_proto::model::{Kind, Object, RestartPolicy};
 
-use crate::output::kind_plural;
 
 /// One `field=value` or `field!=value` requirement.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,7 +90,7 @@ impl FieldSelector {
                 bail!(
                     "{:?} is not a known field selector for {}: only {}",
                     r.field,
-                    kind_plural(kind),
+                    kind.plural(),
                     list.join(", ")
                 );
             }

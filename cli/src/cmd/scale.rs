@@ -53,7 +53,7 @@ pub async fn run(args: ScaleArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     {
         bail!(
             "cannot scale {}: only deployments and replicasets have replicas",
-            crate::output::kind_plural(*kind)
+            kind.plural()
         );
     }
     let replicas = args.replicas;

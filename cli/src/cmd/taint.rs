@@ -212,7 +212,7 @@ pub async fn run(args: TaintArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     if let Some((kind, _)) = objects.iter().find(|(k, _)| *k != Kind::Node) {
         bail!(
             "invalid resource type {}, only node types are supported",
-            crate::output::kind_plural(*kind)
+            kind.plural()
         );
     }
     let overwrite = args.overwrite;

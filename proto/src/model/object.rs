@@ -67,6 +67,24 @@ impl Kind {
         }
     }
 
+    /// The kind's resource name, lowercase plural as in the Kubernetes API (`pods`,
+    /// `priorityclasses`): used in messages (`pods "web" not found`), the CLI and the store.
+    pub fn plural(&self) -> &'static str {
+        match self {
+            Kind::Pod => "pods",
+            Kind::Node => "nodes",
+            Kind::PriorityClass => "priorityclasses",
+            Kind::Event => "events",
+            Kind::Namespace => "namespaces",
+            Kind::RuntimeClass => "runtimeclasses",
+            Kind::PodDisruptionBudget => "poddisruptionbudgets",
+            Kind::Deployment => "deployments",
+            Kind::ReplicaSet => "replicasets",
+            Kind::DaemonSet => "daemonsets",
+            Kind::ResourceQuota => "resourcequotas",
+        }
+    }
+
     /// The apiVersion a manifest of this kind carries.
     pub fn api_version(&self) -> &'static str {
         match self {

@@ -8,7 +8,7 @@ use berth_proto::validate::ValidationErrors;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The request names an object that does not exist.
-    #[error("{} {:?} not found", plural(key.kind), key.name)]
+    #[error("{} {:?} not found", key.kind.plural(), key.name)]
     NotFound {
         /// The missing object.
         key: ObjectKey,
@@ -79,16 +79,6 @@ impl From<berth_store::Error> for Error {
             },
             other => Error::Store(other),
         }
-    }
-}
-
-/// kube's resource name for a kind in messages (`pods "web" not found`).
-fn plural(kind: berth_proto::model::Kind) -> String {
-    let singular = kind.as_str().to_ascii_lowercase();
-    if singular.ends_with('s') {
-        format!("{singular}es")
-    } else {
-        format!("{singular}s")
     }
 }
 
