@@ -15,8 +15,18 @@ fn cycle(c: &mut Criterion) {
     for nodes in [1000, 5000] {
         let cases = [
             ("basic", false, PodTemplate::Default, PodTemplate::Default),
-            ("anti_affinity", false, PodTemplate::AntiAffinity, PodTemplate::AntiAffinity),
-            ("topology_spreading", true, PodTemplate::TopologySpreading, PodTemplate::TopologySpreading),
+            (
+                "anti_affinity",
+                false,
+                PodTemplate::AntiAffinity,
+                PodTemplate::AntiAffinity,
+            ),
+            (
+                "topology_spreading",
+                true,
+                PodTemplate::TopologySpreading,
+                PodTemplate::TopologySpreading,
+            ),
         ];
         for (name, zoned, existing, incoming) in cases {
             // One existing pod per five nodes, as SchedulingBasic's 1000 on 5000 nodes.

@@ -68,11 +68,23 @@ fn plugins(c: &mut Criterion) {
     });
     let required = pod(PodTemplate::Affinity, "measured-000002");
     group.bench_function("InterPodAffinity/filter_required_affinity", |b| {
-        b.iter(|| filter_all(&affinity, black_box(&with_affinity_pods), black_box(&required)))
+        b.iter(|| {
+            filter_all(
+                &affinity,
+                black_box(&with_affinity_pods),
+                black_box(&required),
+            )
+        })
     });
     let preferred = pod(PodTemplate::PreferredAffinity, "measured-000003");
     group.bench_function("InterPodAffinity/score_preferred_affinity", |b| {
-        b.iter(|| score_all(&affinity, black_box(&with_affinity_pods), black_box(&preferred)))
+        b.iter(|| {
+            score_all(
+                &affinity,
+                black_box(&with_affinity_pods),
+                black_box(&preferred),
+            )
+        })
     });
 
     let spread = build("PodTopologySpread", None).expect("builds");

@@ -45,7 +45,11 @@ mod tests {
 
     #[test]
     fn snapshot_places_pods_round_robin() {
-        let s = snapshot(4, true, &[(PodTemplate::Default, 6), (PodTemplate::Affinity, 2)]);
+        let s = snapshot(
+            4,
+            true,
+            &[(PodTemplate::Default, 6), (PodTemplate::Affinity, 2)],
+        );
         let counts: Vec<usize> = s.nodes().iter().map(|n| n.pods.len()).collect();
         assert_eq!(counts, vec![2, 2, 2, 2]);
         assert!(s.has_pods_with_affinity());

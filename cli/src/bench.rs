@@ -13,9 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use berth_proto::model::{
-    NodeCondition, Object, PodPhase, PodStatus, Time,
-};
+use berth_proto::model::{NodeCondition, Object, PodPhase, PodStatus, Time};
 use berth_proto::pb;
 use berth_proto::pb::agent_client::AgentClient;
 use berth_scheduler::perf::report::{peak_rss_bytes, Latency, Mode, Report, Throughput};
@@ -159,8 +157,8 @@ impl Scheduler {
     fn start(dir: &Path, listen: &str, seed: u64) -> Result<Self> {
         let exe = std::env::current_exe().context("finding the berth executable")?;
         let log = dir.join("scheduler.log");
-        let out = std::fs::File::create(&log)
-            .with_context(|| format!("creating {}", log.display()))?;
+        let out =
+            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let child = Command::new(exe)
             .args(["scheduler", "--listen", listen, "--seed", &seed.to_string()])
             .arg("--data-dir")
@@ -240,8 +238,13 @@ async fn channel(server: &str) -> Result<Channel> {
         .await?)
 }
 
-/// Applies objects over gRPC, `batch` per call.
-async fn apply_all(api: &mut crate::client::Api, objects: Vec<Object>, batch: usize) -> Result<()> {
+/// Applies objects over gRPC, `batch` per call, taking them from the iterator one batch at
+/// a time.
+async fn apply_all(
+    api: &mut crate::client::Api,
+    objects: impl IntoIterator<Item = Object, IntoIter: Send>,
+    batch: usize,
+) -> Result<()> {
     let mut objects = objects.into_iter().peekable();
     while objects.peek().is_some() {
         let chunk: Vec<pb::Object> = objects
@@ -389,7 +392,8 @@ async fn churn_e2e(
         let pod_name = format!("churn-pod-{tick:06}");
         let pod = PodTemplate::HighPriorityLargeCpu.pod(MEASURED_NAMESPACE, &pod_name);
         apply_all(&mut api, vec![Object::Pod(pod)], 1).await?;
-        if let Some((old_node, old_pod, old_agent)) = previous.replace((node_name, pod_name, agent)) {
+        if let Some((old_node, old_pod, old_agent)) = previous.replace((node_name, pod_name, agent))
+        {
             drop(old_agent);
             for (kind, namespace, name) in [
                 (pb::Kind::Pod, MEASURED_NAMESPACE, old_pod),
@@ -507,7 +511,7 @@ async fn drive_e2e(
         let classes = priority_classes()
             .into_iter()
             .map(Object::PriorityClass)
-            .collect();
+            .collect::<Vec<_>>();
         apply_all(&mut api, classes, args.batch).await?;
     }
 
@@ -573,15 +577,13 @@ async fn drive_e2e(
             ticks.clone(),
         ))
     });
-    let measured: Vec<Object> = workload
-        .measured_pods()
-        .into_iter()
-        .map(Object::Pod)
-        .collect();
     let creator = {
         let mut api = api.clone();
         let batch = args.batch;
-        tokio::spawn(async move { apply_all(&mut api, measured, batch).await })
+        let workload = workload.clone();
+        tokio::spawn(async move {
+            apply_all(&mut api, workload.measured_pods().map(Object::Pod), batch).await
+        })
     };
     let target = workload.measured.count;
     let (samples, elapsed, complete) = sample_until(start, target, args.timeout, || {

@@ -180,17 +180,27 @@ mod tests {
         assert_eq!(recomputes, 3);
         // Another key, or a clone of the snapshot, recomputes.
         let mut fresh = false;
-        cache.get(&snapshot, "other", || {
-            fresh = true;
-            count(&snapshot)
-        }, |_, _, _| {});
+        cache.get(
+            &snapshot,
+            "other",
+            || {
+                fresh = true;
+                count(&snapshot)
+            },
+            |_, _, _| {},
+        );
         assert!(fresh, "another key");
         let copy = snapshot.clone();
         let mut fresh = false;
-        cache.get(&copy, "other", || {
-            fresh = true;
-            count(&copy)
-        }, |_, _, _| {});
+        cache.get(
+            &copy,
+            "other",
+            || {
+                fresh = true;
+                count(&copy)
+            },
+            |_, _, _| {},
+        );
         assert!(fresh, "a cloned snapshot");
     }
 
@@ -244,11 +254,13 @@ mod tests {
         let verdicts = |plugin: &PluginSet, snapshot: &Snapshot, pod: &PodInfo| {
             let mut state = crate::framework::CycleState::new();
             if let Some(pre) = &plugin.pre_filter {
-                pre.pre_filter(&mut state, pod, snapshot).expect("pre_filter");
+                pre.pre_filter(&mut state, pod, snapshot)
+                    .expect("pre_filter");
             }
             let nodes: Vec<&NodeInfo> = snapshot.nodes().iter().collect();
             if let Some(pre) = &plugin.pre_score {
-                pre.pre_score(&mut state, pod, snapshot, &nodes).expect("pre_score");
+                pre.pre_score(&mut state, pod, snapshot, &nodes)
+                    .expect("pre_score");
             }
             nodes
                 .iter()
@@ -280,7 +292,10 @@ mod tests {
                     let target = got
                         .iter()
                         .find(|(_, fit, _)| fit.as_ref().is_none_or(|f| f.is_yes()))
-                        .map_or_else(|| snapshot.nodes()[0].name().to_string(), |(n, _, _)| n.clone());
+                        .map_or_else(
+                            || snapshot.nodes()[0].name().to_string(),
+                            |(n, _, _)| n.clone(),
+                        );
                     snapshot.add_pod(&target, pod);
                     if i > 0 && (round + i) % 3 == 2 {
                         snapshot.remove_pod(&format!("p-{round}-{}", i - 1));

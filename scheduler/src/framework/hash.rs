@@ -70,10 +70,30 @@ mod tests {
             want_equal: bool,
         }
         let cases = [
-            Case { name: "same", a: "zone1", b: "zone1", want_equal: true },
-            Case { name: "last byte", a: "zone1", b: "zone2", want_equal: false },
-            Case { name: "long", a: "kubernetes.io/hostname", b: "kubernetes.io/hostnamf", want_equal: false },
-            Case { name: "prefix", a: "node-1", b: "node-10", want_equal: false },
+            Case {
+                name: "same",
+                a: "zone1",
+                b: "zone1",
+                want_equal: true,
+            },
+            Case {
+                name: "last byte",
+                a: "zone1",
+                b: "zone2",
+                want_equal: false,
+            },
+            Case {
+                name: "long",
+                a: "kubernetes.io/hostname",
+                b: "kubernetes.io/hostnamf",
+                want_equal: false,
+            },
+            Case {
+                name: "prefix",
+                a: "node-1",
+                b: "node-10",
+                want_equal: false,
+            },
         ];
         let build = FastBuildHasher::default();
         let hash = |s: &str| {
@@ -82,7 +102,12 @@ mod tests {
             h.finish()
         };
         for case in cases {
-            assert_eq!(hash(case.a) == hash(case.b), case.want_equal, "{}", case.name);
+            assert_eq!(
+                hash(case.a) == hash(case.b),
+                case.want_equal,
+                "{}",
+                case.name
+            );
         }
     }
 }

@@ -118,16 +118,38 @@ mod tests {
             micros: u64,
         }
         let cases = [
-            Case { name: "zero", micros: 0 },
-            Case { name: "small exact", micros: 31 },
-            Case { name: "first log bucket", micros: 32 },
-            Case { name: "odd", micros: 1_234 },
-            Case { name: "one second", micros: 1_000_000 },
-            Case { name: "large", micros: 987_654_321 },
+            Case {
+                name: "zero",
+                micros: 0,
+            },
+            Case {
+                name: "small exact",
+                micros: 31,
+            },
+            Case {
+                name: "first log bucket",
+                micros: 32,
+            },
+            Case {
+                name: "odd",
+                micros: 1_234,
+            },
+            Case {
+                name: "one second",
+                micros: 1_000_000,
+            },
+            Case {
+                name: "large",
+                micros: 987_654_321,
+            },
         ];
         for case in cases {
             let b = bucket_of(case.micros);
-            assert!(bucket_upper(b) >= case.micros, "{}: upper bound below value", case.name);
+            assert!(
+                bucket_upper(b) >= case.micros,
+                "{}: upper bound below value",
+                case.name
+            );
             if b > 0 {
                 assert!(
                     bucket_upper(b - 1) < case.micros,

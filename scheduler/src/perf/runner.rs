@@ -183,10 +183,11 @@ impl BindCounter {
     }
 }
 
-/// Admits and stores objects in transactions of `batch` objects.
+/// Admits and stores objects in transactions of `batch` objects, taking them from the
+/// iterator one batch at a time.
 pub async fn create_all(
     store: &Arc<dyn ObjectStore>,
-    objects: Vec<Object>,
+    objects: impl IntoIterator<Item = Object, IntoIter: Send>,
     batch: usize,
 ) -> Result<(), PerfError> {
     let mut objects = objects.into_iter().peekable();
@@ -197,12 +198,11 @@ pub async fn create_all(
             let mut ops = Vec::with_capacity(chunk.len());
             for object in chunk {
                 let described = admission::describe(&object);
-                let admitted = admission::admit(store.as_ref(), object, &Default::default()).map_err(|e| {
-                    PerfError::Admission {
+                let admitted = admission::admit(store.as_ref(), object, &Default::default())
+                    .map_err(|e| PerfError::Admission {
                         object: described,
                         message: e.to_string(),
-                    }
-                })?;
+                    })?;
                 ops.push(Op::Create(admitted));
             }
             store.commit(ops)?;
@@ -324,7 +324,10 @@ fn initial_objects(workload: &Workload) -> (Vec<Object>, usize) {
 }
 
 /// Runs a workload in this process and reports its measured phase.
-pub async fn run_in_process(workload: &Workload, options: &RunOptions) -> Result<Report, PerfError> {
+pub async fn run_in_process(
+    workload: &Workload,
+    options: &RunOptions,
+) -> Result<Report, PerfError> {
     check_profile(workload)?;
     std::fs::create_dir_all(&options.data_dir).map_err(|source| PerfError::DataDir {
         path: options.data_dir.clone(),
@@ -377,12 +380,10 @@ async fn drive(
         let classes = priority_classes()
             .into_iter()
             .map(Object::PriorityClass)
-            .collect();
+            .collect::<Vec<_>>();
         create_all(store, classes, options.batch).await?;
     }
-    let nodes = (0..workload.nodes)
-        .map(|i| Object::Node(workload.node(i)))
-        .collect();
+    let nodes = (0..workload.nodes).map(|i| Object::Node(workload.node(i)));
     create_all(store, nodes, options.batch).await?;
 
     let (init, waited) = initial_objects(workload);
@@ -408,16 +409,12 @@ async fn drive(
             shutdown.child_token(),
         ))
     });
-    let measured: Vec<Object> = workload
-        .measured_pods()
-        .into_iter()
-        .map(Object::Pod)
-        .collect();
     let creator = {
         let store = store.clone();
         let batch = options.batch;
+        let workload = workload.clone();
         tokio::spawn(async move {
-            create_all(&store, measured, batch).await?;
+            create_all(&store, workload.measured_pods().map(Object::Pod), batch).await?;
             Ok::<Duration, PerfError>(start.elapsed())
         })
     };
@@ -479,7 +476,11 @@ mod tests {
         for name in WorkloadName::ALL {
             // 30 nodes leave room for one anti-affinity pod or one preemptor per node. Few
             // preemptors: each waits out a back-off after preempting.
-            let pods = if name == WorkloadName::PreemptionBasic { 2 } else { 20 };
+            let pods = if name == WorkloadName::PreemptionBasic {
+                2
+            } else {
+                20
+            };
             let workload = Workload::new(name).with_nodes(30).with_measured_pods(pods);
             if check_profile(&workload).is_err() {
                 continue;
@@ -493,7 +494,10 @@ mod tests {
             assert_eq!(report.measured_pods, pods, "{name}");
             assert_eq!(report.nodes, 30, "{name}");
             assert!(report.throughput.average > 0.0, "{name}");
-            assert!(report.latency_ms.attempts >= pods as u64, "{name}: {report:?}");
+            assert!(
+                report.latency_ms.attempts >= pods as u64,
+                "{name}: {report:?}"
+            );
             assert!(report.peak_rss_bytes > 0, "{name}");
         }
     }

@@ -453,7 +453,9 @@ impl Workload {
     pub fn new(name: WorkloadName) -> Self {
         use PodTemplate as T;
         let (nodes, zoned, init, measured) = match name {
-            WorkloadName::SchedulingBasic => (5000, false, vec![(T::Default, 1000)], (T::Default, 10_000)),
+            WorkloadName::SchedulingBasic => {
+                (5000, false, vec![(T::Default, 1000)], (T::Default, 10_000))
+            }
             WorkloadName::SchedulingPodAntiAffinity => (
                 5000,
                 false,
@@ -571,23 +573,20 @@ impl Workload {
     }
 
     /// The measured pods, in creation order, with the stream's never-fitting pods
-    /// interleaved (one after every `every` measured pods).
-    pub fn measured_pods(&self) -> Vec<Pod> {
-        let mut pods = Vec::with_capacity(self.measured.count + self.stream_pods());
-        let mut streamed = 0;
-        for i in 0..self.measured.count {
-            pods.push(self.measured.pod(i));
-            if let Some(stream) = self.stream {
-                if (i + 1) % stream.every.max(1) == 0 {
-                    pods.push(stream.template.pod(
-                        MEASURED_NAMESPACE,
-                        &format!("stream-{streamed:06}"),
-                    ));
-                    streamed += 1;
-                }
-            }
-        }
-        pods
+    /// interleaved (one after every `every` measured pods). Made one at a time, so that a
+    /// run of 50,000 pods does not hold them all in the benchmark's memory.
+    pub fn measured_pods(&self) -> impl Iterator<Item = Pod> + Send + '_ {
+        let every = self.stream.map(|s| s.every.max(1));
+        (0..self.measured.count).flat_map(move |i| {
+            let streamed = match (self.stream, every) {
+                (Some(stream), Some(every)) if (i + 1) % every == 0 => Some(stream.template.pod(
+                    MEASURED_NAMESPACE,
+                    &format!("stream-{:06}", (i + 1) / every - 1),
+                )),
+                _ => None,
+            };
+            std::iter::once(self.measured.pod(i)).chain(streamed)
+        })
     }
 }
 
@@ -666,7 +665,7 @@ mod tests {
             assert_eq!(w.measured.count, case.want_measured, "{}", case.name);
             assert_eq!(w.stream_pods(), case.want_stream, "{}", case.name);
             assert_eq!(
-                w.measured_pods().len(),
+                w.measured_pods().count(),
                 case.want_measured + case.want_stream,
                 "{}",
                 case.name

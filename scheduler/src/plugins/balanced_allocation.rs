@@ -91,10 +91,7 @@ pub fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
         }
         n => {
             let mean = fractions().sum::<f64>() / n as f64;
-            let variance = fractions()
-                .map(|f| (f - mean) * (f - mean))
-                .sum::<f64>()
-                / n as f64;
+            let variance = fractions().map(|f| (f - mean) * (f - mean)).sum::<f64>() / n as f64;
             variance.sqrt()
         }
     };

@@ -305,7 +305,12 @@ impl ResourceAllocation {
         if n <= INLINE_RESOURCES {
             let mut requested = [0i64; INLINE_RESOURCES];
             let mut allocatable = [0i64; INLINE_RESOURCES];
-            self.fill_node_vectors(node, pod_requests, &mut requested[..n], &mut allocatable[..n]);
+            self.fill_node_vectors(
+                node,
+                pod_requests,
+                &mut requested[..n],
+                &mut allocatable[..n],
+            );
             f(&requested[..n], &allocatable[..n])
         } else {
             let (requested, allocatable) = self.node_vectors(node, pod_requests);

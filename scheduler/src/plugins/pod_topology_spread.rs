@@ -374,7 +374,10 @@ impl PreFilter for PodTopologySpread {
                 .affinity
                 .as_ref()
                 .and_then(|a| a.node_affinity.as_ref())
-                .and_then(|na| na.required_during_scheduling_ignored_during_execution.clone()),
+                .and_then(|na| {
+                    na.required_during_scheduling_ignored_during_execution
+                        .clone()
+                }),
             tolerations: pod.pod.spec.tolerations.clone(),
             namespace: pod.pod.metadata.namespace.clone(),
         };
@@ -406,9 +409,11 @@ impl PreFilter for PodTopologySpread {
                 min_counts,
             }
         };
-        let cached = self.pre_filter_cache.get(snapshot, key, compute, |s, change, node| {
-            s.update(&pod.pod, &change.pod.pod, &node.node, change.delta)
-        });
+        let cached = self
+            .pre_filter_cache
+            .get(snapshot, key, compute, |s, change, node| {
+                s.update(&pod.pod, &change.pod.pod, &node.node, change.delta)
+            });
         state.insert(cached);
         Ok(PreFilterOutcome::AllNodes)
     }
