@@ -3,6 +3,11 @@
 //! every node. NodeResourcesFit is arithmetic per node; InterPodAffinity and
 //! PodTopologySpread depend on the pods already placed, so their snapshots hold thousands of
 //! matching pods.
+//!
+//! Those two keep their PreFilter/PreScore counts across cycles (the snapshot is unchanged
+//! between iterations, so a bench with one plugin instance measures the steady state: counts
+//! reused, Filter on every node). The `cold` variants build a fresh plugin per iteration and
+//! so measure the full count over every placed pod, as the first pod of a new kind pays it.
 
 use berth_benches::{pod, snapshot};
 use berth_scheduler::framework::{CycleState, NodeInfo, PodInfo, Snapshot};
@@ -66,6 +71,12 @@ fn plugins(c: &mut Criterion) {
     group.bench_function("InterPodAffinity/filter_required_anti_affinity", |b| {
         b.iter(|| filter_all(&affinity, black_box(&with_affinity_pods), black_box(&anti)))
     });
+    group.bench_function("InterPodAffinity/filter_required_anti_affinity_cold", |b| {
+        b.iter(|| {
+            let fresh = build("InterPodAffinity", None).expect("builds");
+            filter_all(&fresh, black_box(&with_affinity_pods), black_box(&anti))
+        })
+    });
     let required = pod(PodTemplate::Affinity, "measured-000002");
     group.bench_function("InterPodAffinity/filter_required_affinity", |b| {
         b.iter(|| {
@@ -92,6 +103,12 @@ fn plugins(c: &mut Criterion) {
     let spreading = pod(PodTemplate::TopologySpreading, "measured-000004");
     group.bench_function("PodTopologySpread/filter", |b| {
         b.iter(|| filter_all(&spread, black_box(&spread_pods), black_box(&spreading)))
+    });
+    group.bench_function("PodTopologySpread/filter_cold", |b| {
+        b.iter(|| {
+            let fresh = build("PodTopologySpread", None).expect("builds");
+            filter_all(&fresh, black_box(&spread_pods), black_box(&spreading))
+        })
     });
     group.finish();
 }

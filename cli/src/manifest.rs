@@ -447,8 +447,7 @@ impl Reader {
                 return;
             }
         };
-        let skip_validation =
-            self.options.skip_pod_validation && matches!(object, Object::Pod(_));
+        let skip_validation = self.options.skip_pod_validation && matches!(object, Object::Pod(_));
         let invalid = if skip_validation {
             Vec::new()
         } else {

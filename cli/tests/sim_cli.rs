@@ -278,7 +278,12 @@ async fn the_readme_walkthrough_holds() {
         .as_array()
         .expect("pods")
         .iter()
-        .map(|p| (p["name"].as_str().unwrap(), p["node"].as_str().unwrap_or("")))
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap(),
+                p["node"].as_str().unwrap_or(""),
+            )
+        })
         .collect();
     assert_eq!(placed, [("web", "node-3"), ("api", "node-1")]);
     assert_eq!(got["pods"][1]["preempted"], json!(["default/batch"]));

@@ -172,7 +172,9 @@ fn parse_suffix(suffix: &str) -> Option<(i32, u32)> {
     if let Some(&(_, e)) = DECIMAL_SUFFIXES.iter().find(|(s, _)| *s == suffix) {
         return Some((e, 0));
     }
-    let exp = suffix.strip_prefix('e').or_else(|| suffix.strip_prefix('E'))?;
+    let exp = suffix
+        .strip_prefix('e')
+        .or_else(|| suffix.strip_prefix('E'))?;
     let digits = exp.strip_prefix(['+', '-']).unwrap_or(exp);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 4 {
         return None;
@@ -263,27 +265,90 @@ mod tests {
             millis: i64,
         }
         let cases = [
-            Case { input: "100m", millis: 100 },
-            Case { input: "0.5", millis: 500 },
-            Case { input: ".5", millis: 500 },
-            Case { input: "2", millis: 2000 },
-            Case { input: "1Gi", millis: 1_073_741_824_000 },
-            Case { input: "512Mi", millis: 536_870_912_000 },
-            Case { input: "1e3", millis: 1_000_000 },
-            Case { input: "1E3", millis: 1_000_000 },
-            Case { input: "2k", millis: 2_000_000 },
-            Case { input: "1.5Gi", millis: 1_610_612_736_000 },
-            Case { input: "0.1", millis: 100 },
-            Case { input: "1u", millis: 1 },
-            Case { input: "1n", millis: 1 },
-            Case { input: "0", millis: 0 },
-            Case { input: "+3", millis: 3000 },
-            Case { input: "-1", millis: -1000 },
-            Case { input: "1.", millis: 1000 },
-            Case { input: "12e-1", millis: 1200 },
-            Case { input: "0.0001", millis: 1 },
-            Case { input: "1M", millis: 1_000_000_000 },
-            Case { input: "1Ki", millis: 1_024_000 },
+            Case {
+                input: "100m",
+                millis: 100,
+            },
+            Case {
+                input: "0.5",
+                millis: 500,
+            },
+            Case {
+                input: ".5",
+                millis: 500,
+            },
+            Case {
+                input: "2",
+                millis: 2000,
+            },
+            Case {
+                input: "1Gi",
+                millis: 1_073_741_824_000,
+            },
+            Case {
+                input: "512Mi",
+                millis: 536_870_912_000,
+            },
+            Case {
+                input: "1e3",
+                millis: 1_000_000,
+            },
+            Case {
+                input: "1E3",
+                millis: 1_000_000,
+            },
+            Case {
+                input: "2k",
+                millis: 2_000_000,
+            },
+            Case {
+                input: "1.5Gi",
+                millis: 1_610_612_736_000,
+            },
+            Case {
+                input: "0.1",
+                millis: 100,
+            },
+            Case {
+                input: "1u",
+                millis: 1,
+            },
+            Case {
+                input: "1n",
+                millis: 1,
+            },
+            Case {
+                input: "0",
+                millis: 0,
+            },
+            Case {
+                input: "+3",
+                millis: 3000,
+            },
+            Case {
+                input: "-1",
+                millis: -1000,
+            },
+            Case {
+                input: "1.",
+                millis: 1000,
+            },
+            Case {
+                input: "12e-1",
+                millis: 1200,
+            },
+            Case {
+                input: "0.0001",
+                millis: 1,
+            },
+            Case {
+                input: "1M",
+                millis: 1_000_000_000,
+            },
+            Case {
+                input: "1Ki",
+                millis: 1_024_000,
+            },
         ];
         for case in cases {
             let q = Quantity::parse(case.input)
@@ -294,8 +359,13 @@ mod tests {
 
     #[test]
     fn rejects_malformed_quantities() {
-        for input in ["", "abc", "1.2.3", "1Qi", "Gi", "1 Gi", "--1", "1e", "1ee3", "m", "1.5.Mi", "1e99999"] {
-            assert!(Quantity::parse(input).is_err(), "{input:?} should be rejected");
+        for input in [
+            "", "abc", "1.2.3", "1Qi", "Gi", "1 Gi", "--1", "1e", "1ee3", "m", "1.5.Mi", "1e99999",
+        ] {
+            assert!(
+                Quantity::parse(input).is_err(),
+                "{input:?} should be rejected"
+            );
         }
         assert!(matches!(
             Quantity::parse("99999999999999999999999999999999999999999"),

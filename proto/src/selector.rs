@@ -106,10 +106,18 @@ fn parse_requirement(part: &str) -> Result<LabelSelectorRequirement, String> {
         return req(key, LabelSelectorOperator::DoesNotExist, vec![]);
     }
     if let Some((key, value)) = part.split_once("!=") {
-        return req(key, LabelSelectorOperator::NotIn, vec![value.trim().to_string()]);
+        return req(
+            key,
+            LabelSelectorOperator::NotIn,
+            vec![value.trim().to_string()],
+        );
     }
     if let Some((key, value)) = part.split_once("==").or_else(|| part.split_once('=')) {
-        return req(key, LabelSelectorOperator::In, vec![value.trim().to_string()]);
+        return req(
+            key,
+            LabelSelectorOperator::In,
+            vec![value.trim().to_string()],
+        );
     }
     if let Some(open) = part.find('(') {
         let head = part[..open].trim();
@@ -165,29 +173,95 @@ mod tests {
             want: bool,
         }
         let cases = [
-            Case { selector: "", labels: &[], want: true },
-            Case { selector: "app=web", labels: &[("app", "web")], want: true },
-            Case { selector: "app==web", labels: &[("app", "web")], want: true },
-            Case { selector: "app=web", labels: &[("app", "db")], want: false },
-            Case { selector: "app!=web", labels: &[], want: true },
-            Case { selector: "app!=web", labels: &[("app", "web")], want: false },
-            Case { selector: "env in (a, b)", labels: &[("env", "b")], want: true },
-            Case { selector: "env notin (a,b)", labels: &[("env", "c")], want: true },
-            Case { selector: "env notin (a,b)", labels: &[], want: true },
-            Case { selector: "legacy", labels: &[("legacy", "")], want: true },
-            Case { selector: "!legacy", labels: &[("legacy", "x")], want: false },
-            Case { selector: "app=web,!legacy", labels: &[("app", "web")], want: true },
-            Case { selector: "app=web,env in (a,b)", labels: &[("app", "web"), ("env", "c")], want: false },
+            Case {
+                selector: "",
+                labels: &[],
+                want: true,
+            },
+            Case {
+                selector: "app=web",
+                labels: &[("app", "web")],
+                want: true,
+            },
+            Case {
+                selector: "app==web",
+                labels: &[("app", "web")],
+                want: true,
+            },
+            Case {
+                selector: "app=web",
+                labels: &[("app", "db")],
+                want: false,
+            },
+            Case {
+                selector: "app!=web",
+                labels: &[],
+                want: true,
+            },
+            Case {
+                selector: "app!=web",
+                labels: &[("app", "web")],
+                want: false,
+            },
+            Case {
+                selector: "env in (a, b)",
+                labels: &[("env", "b")],
+                want: true,
+            },
+            Case {
+                selector: "env notin (a,b)",
+                labels: &[("env", "c")],
+                want: true,
+            },
+            Case {
+                selector: "env notin (a,b)",
+                labels: &[],
+                want: true,
+            },
+            Case {
+                selector: "legacy",
+                labels: &[("legacy", "")],
+                want: true,
+            },
+            Case {
+                selector: "!legacy",
+                labels: &[("legacy", "x")],
+                want: false,
+            },
+            Case {
+                selector: "app=web,!legacy",
+                labels: &[("app", "web")],
+                want: true,
+            },
+            Case {
+                selector: "app=web,env in (a,b)",
+                labels: &[("app", "web"), ("env", "c")],
+                want: false,
+            },
         ];
         for case in cases {
             let sel = parse(case.selector).unwrap_or_else(|e| panic!("{}: {e}", case.selector));
-            assert_eq!(sel.matches(&labels(case.labels)), case.want, "{}", case.selector);
+            assert_eq!(
+                sel.matches(&labels(case.labels)),
+                case.want,
+                "{}",
+                case.selector
+            );
         }
     }
 
     #[test]
     fn malformed_selectors_are_rejected() {
-        for bad in ["app=web,", "env in (a", "env in ()", "env within (a)", "=x", "a b", " in ===", "app=a b"] {
+        for bad in [
+            "app=web,",
+            "env in (a",
+            "env in ()",
+            "env within (a)",
+            "=x",
+            "a b",
+            " in ===",
+            "app=a b",
+        ] {
             assert!(parse(bad).is_err(), "{bad:?} should be rejected");
         }
     }

@@ -49,10 +49,7 @@ pub async fn run(args: EvictArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     let pods: Vec<String> = match parse_targets(&args.resources)? {
         Targets::Named(named) => {
             if let Some((kind, _)) = named.iter().find(|(k, _)| *k != Kind::Pod) {
-                bail!(
-                    "only pods can be evicted, not {}",
-                    kind.plural()
-                );
+                bail!("only pods can be evicted, not {}", kind.plural());
             }
             named.into_iter().map(|(_, n)| n).collect()
         }

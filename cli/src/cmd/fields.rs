@@ -5,7 +5,6 @@
 use anyhow::bail;
 use berth_proto::model::{Kind, Object, RestartPolicy};
 
-
 /// One `field=value` or `field!=value` requirement.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldRequirement {

@@ -298,10 +298,12 @@ pub async fn run(
                 .max_decoding_message_size(api::MAX_REQUEST_BYTES),
             ),
         )
-        .add_service(security.protect(pb::telemetry_server::TelemetryServer::new(
-            usage::TelemetryService::new(store.clone(), telemetry, sessions)
-                .with_explainer(explainer),
-        )))
+        .add_service(
+            security.protect(pb::telemetry_server::TelemetryServer::new(
+                usage::TelemetryService::new(store.clone(), telemetry, sessions)
+                    .with_explainer(explainer),
+            )),
+        )
         .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
         .await
         .map_err(ServeError::Transport);

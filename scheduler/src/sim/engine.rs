@@ -22,10 +22,10 @@ use std::time::Instant;
 
 use berth_proto::model::Pod;
 
-use crate::admission::{self, AdmissionConfig, Classes};
 use super::budgets::Budgets;
 use super::input::Catalog;
 use super::{NodeOutcome, PodOutcome, SimError, SimOptions, SimOutput};
+use crate::admission::{self, AdmissionConfig, Classes};
 use crate::cycle::{Algorithm, Explanation, NodeVerdict, ScheduleOptions, ScheduleResult};
 use crate::framework::{PodInfo, Snapshot, Victim};
 use crate::profile::Profiles;
@@ -157,7 +157,8 @@ impl Engine {
             message: None,
             nodes: self.explain.then(BTreeMap::new),
         });
-        if let Err(e) = admission::admit_pending_pod(&mut pod, classes, &AdmissionConfig::default()) {
+        if let Err(e) = admission::admit_pending_pod(&mut pod, classes, &AdmissionConfig::default())
+        {
             self.outcomes[index].message = Some(e.to_string());
             return;
         }

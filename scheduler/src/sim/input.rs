@@ -8,8 +8,8 @@ use berth_proto::validate;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::admission::Classes;
 use super::SimError;
+use crate::admission::Classes;
 use crate::workloads;
 
 /// The label the API server gives every namespace: its own name.
