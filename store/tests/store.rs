@@ -212,7 +212,7 @@ fn revisions_increase_across_reopen() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut last = 0;
     for round in 0..3 {
-        let store = SledStore::open(dir.path()).expect("open");
+        let store = open_again(dir.path());
         assert_eq!(
             store.revision(),
             last,
@@ -238,7 +238,7 @@ fn revisions_increase_across_reopen() {
 fn data_survives_reopen() {
     let dir = tempfile::tempdir().expect("tempdir");
     let written = {
-        let store = SledStore::open(dir.path()).expect("open");
+        let store = open_again(dir.path());
         store
             .commit(vec![
                 Op::Create(pod("default", "web")),
@@ -254,7 +254,7 @@ fn data_survives_reopen() {
             ])
             .expect("commit")
     };
-    let store = SledStore::open(dir.path()).expect("reopen");
+    let store = open_again(dir.path());
     assert_eq!(store.revision(), 3);
     for change in written {
         let key = change.object.key();
@@ -634,4 +634,28 @@ fn concurrent_commits_get_distinct_revisions_broadcast_in_order() {
     }
     assert_eq!(broadcast, revisions, "broadcast in revision order");
     assert_eq!(store.list(Kind::Pod, None).expect("list").len(), 200);
+}
+
+/// Opens the store in `dir`, which this process had open a moment ago. sled's background
+/// flusher thread can hold the folder's lock for a short while after the last handle is
+/// dropped, so a reopen within one process retries briefly on that lock (a new process, as
+/// when the scheduler restarts, never meets it). Any other error fails at once.
+fn open_again(dir: &std::path::Path) -> SledStore {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match SledStore::open(dir) {
+            Ok(store) => return store,
+            Err(e)
+                if e.to_string().contains("could not acquire lock")
+                    || format!("{e:?}").contains("WouldBlock") =>
+            {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the store stayed locked: {e:?}"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("open: {e:?}"),
+        }
+    }
 }
