@@ -40,6 +40,12 @@ const MIN_PARALLEL_WAVE: usize = 256;
 /// Nodes per rayon task, so that a task outweighs its scheduling cost.
 const PARALLEL_CHUNK: usize = 16;
 
+/// A wave smaller than this is filtered on the calling thread. Waking the pool for a few
+/// hundred cheap checks costs more than it saves, and in the scheduler the other core is
+/// busy persisting binds (measured with `berth bench`, issue 7): only passes that must scan
+/// far (few nodes fit) spread over the cores.
+const MIN_PARALLEL_WAVE_WORK: usize = 1024;
+
 /// Above this many feasible nodes, each Score plugin runs on rayon's pool.
 const PARALLEL_SCORE_THRESHOLD: usize = 512;
 
@@ -601,11 +607,15 @@ impl FilterPass<'_> {
         let mut wave = self.to_find.max(MIN_PARALLEL_WAVE);
         while offset < n {
             let end = (offset + wave).min(n);
-            let verdicts: Vec<Option<Rejection>> = (offset..end)
-                .into_par_iter()
-                .with_min_len(PARALLEL_CHUNK)
-                .map(|i| self.check(i))
-                .collect();
+            let verdicts: Vec<Option<Rejection>> = if end - offset < MIN_PARALLEL_WAVE_WORK {
+                (offset..end).map(|i| self.check(i)).collect()
+            } else {
+                (offset..end)
+                    .into_par_iter()
+                    .with_min_len(PARALLEL_CHUNK)
+                    .map(|i| self.check(i))
+                    .collect()
+            };
             for (i, verdict) in (offset..end).zip(verdicts) {
                 if self.record(&mut out, i, verdict) {
                     return out;
