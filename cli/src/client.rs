@@ -174,8 +174,10 @@ fn plain_target(server: &str) -> Target {
     }
 }
 
-/// [`connect_to`], with the typed error.
-async fn try_connect(target: &Target) -> Result<Api, ClientError> {
+/// Opens a channel to the target — over TLS trusting its CA when the address is `https` —
+/// and the interceptor that sends its token with every call. Every generated client of the
+/// CLI (Berth, Telemetry) is built on it.
+pub async fn connect_channel(target: &Target) -> Result<(Channel, BearerToken), ClientError> {
     let server = target.server.as_str();
     let url = normalize_server(server);
     let interceptor = BearerToken::new(target.token.as_deref())?;
@@ -208,6 +210,12 @@ async fn try_connect(target: &Target) -> Result<Api, ClientError> {
             server: url,
             reason: root_cause(&e),
         })?;
+    Ok((channel, interceptor))
+}
+
+/// [`connect_to`], with the typed error.
+async fn try_connect(target: &Target) -> Result<Api, ClientError> {
+    let (channel, interceptor) = connect_channel(target).await?;
     Ok(BerthClient::with_interceptor(channel, interceptor)
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES))

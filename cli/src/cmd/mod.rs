@@ -81,23 +81,22 @@ impl<'a> Context<'a> {
 
     /// Connects to the scheduler named by the flags, environment or config file.
     pub async fn connect(&self) -> anyhow::Result<Client> {
-        let target = config::resolve_target(
-            self.global.server.as_deref(),
-            self.global.token.as_deref(),
-            self.global.ca.as_deref(),
-        )?;
-        Ok(Client::connect_to(&target).await?)
+        Ok(Client::connect_to(&self.target()?).await?)
     }
 
     /// Connects and returns the generated API client, for calls the [`Client`] does not
     /// wrap (Evict).
     pub async fn connect_api(&self) -> anyhow::Result<crate::client::Api> {
-        let target = config::resolve_target(
+        crate::client::connect_to(&self.target()?).await
+    }
+
+    /// The server, token and CA to use, from the flags, the environment and the config file.
+    pub fn target(&self) -> anyhow::Result<config::Target> {
+        Ok(config::resolve_target(
             self.global.server.as_deref(),
             self.global.token.as_deref(),
             self.global.ca.as_deref(),
-        )?;
-        crate::client::connect_to(&target).await
+        )?)
     }
 
     /// Writes `text` to the normal output.

@@ -3,17 +3,16 @@
 //! their allocatable). Also the connection to the `Telemetry` service, which `berth logs`
 //! shares.
 
-use anyhow::{bail, Context as _};
+use anyhow::bail;
 use berth_proto::pb;
 use berth_proto::pb::telemetry_client::TelemetryClient;
 use berth_proto::Quantity;
 use clap::{Args, ValueEnum};
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::Channel;
 
 use super::Context;
 use crate::client::BearerToken;
-use crate::config;
 use crate::output::Table;
 
 /// The generated Telemetry client over a channel that carries the bearer token.
@@ -22,40 +21,8 @@ pub type Telemetry = TelemetryClient<InterceptedService<Channel, BearerToken>>;
 /// Connects to the scheduler's Telemetry service, with the same address, token and CA as
 /// every other verb.
 pub async fn connect_telemetry(ctx: &Context<'_>) -> anyhow::Result<Telemetry> {
-    let target = config::resolve_target(
-        ctx.global.server.as_deref(),
-        ctx.global.token.as_deref(),
-        ctx.global.ca.as_deref(),
-    )?;
-    let url = if target.server.contains("://") {
-        target.server.clone()
-    } else if target.ca.is_some() {
-        format!("https://{}", target.server)
-    } else {
-        format!("http://{}", target.server)
-    };
-    let mut endpoint = Endpoint::from_shared(url.clone())
-        .with_context(|| format!("invalid server address {url:?}"))?
-        .connect_timeout(std::time::Duration::from_secs(5));
-    if endpoint.uri().scheme_str() == Some("https") {
-        let tls = match &target.ca {
-            Some(path) => {
-                let pem = std::fs::read(path)
-                    .with_context(|| format!("reading the CA file {}", path.display()))?;
-                ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem))
-            }
-            None => ClientTlsConfig::new().with_enabled_roots(),
-        };
-        endpoint = endpoint.tls_config(tls).context("setting up TLS")?;
-    }
-    let channel = endpoint
-        .connect()
-        .await
-        .with_context(|| format!("cannot reach the Berth scheduler at {url}"))?;
-    Ok(TelemetryClient::with_interceptor(
-        channel,
-        BearerToken::new(target.token.as_deref())?,
-    ))
+    let (channel, token) = crate::client::connect_channel(&ctx.target()?).await?;
+    Ok(TelemetryClient::with_interceptor(channel, token))
 }
 
 /// A refused Telemetry call as one error line: the server's message, or the code when the
