@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use berth_proto::model::{Container, Pod, RestartPolicy};
+use berth_proto::model::{Container, Pod};
 use berth_proto::Quantity;
 
 use crate::eviction::Signal;
@@ -38,14 +38,6 @@ impl Requests {
         self.memory_bytes += other.memory_bytes;
         self.ephemeral_storage_bytes += other.ephemeral_storage_bytes;
     }
-
-    fn max_with(&mut self, other: Requests) {
-        self.cpu_millis = self.cpu_millis.max(other.cpu_millis);
-        self.memory_bytes = self.memory_bytes.max(other.memory_bytes);
-        self.ephemeral_storage_bytes = self
-            .ephemeral_storage_bytes
-            .max(other.ephemeral_storage_bytes);
-    }
 }
 
 /// A container's request for `resource`, its limit standing in when the request is left
@@ -60,59 +52,18 @@ pub fn container_request(container: &Container, resource: &str) -> Quantity {
         .unwrap_or_default()
 }
 
-fn requests_of(container: &Container) -> Requests {
-    Requests {
-        cpu_millis: container_request(container, "cpu").millis(),
-        memory_bytes: container_request(container, "memory").value(),
-        ephemeral_storage_bytes: container_request(container, "ephemeral-storage").value(),
-    }
-}
-
-/// A pod's effective request as Kubernetes computes it: the app containers and the
+/// A pod's effective request as Kubernetes computes it (the app containers and the
 /// sidecars together, or what an init container needs beside the sidecars started before
-/// it if that is more, then pod-level resources for what they name, plus the overhead.
+/// it if that is more, then pod-level resources for what they name, plus the overhead):
+/// the scheduler's own rules, [`berth_proto::resources::pod_requests`], read for the
+/// resources the node checks.
 pub fn pod_requests(pod: &Pod) -> Requests {
-    let spec = &pod.spec;
-    let mut total = Requests::default();
-    for c in &spec.containers {
-        total.add(requests_of(c));
+    let r = berth_proto::resources::pod_requests(pod);
+    Requests {
+        cpu_millis: r.milli_cpu,
+        memory_bytes: r.memory,
+        ephemeral_storage_bytes: r.ephemeral_storage,
     }
-    let mut sidecars = Requests::default();
-    let mut init_peak = Requests::default();
-    for c in &spec.init_containers {
-        if c.restart_policy == Some(RestartPolicy::Always) {
-            sidecars.add(requests_of(c));
-            init_peak.max_with(sidecars);
-        } else {
-            let mut during = sidecars;
-            during.add(requests_of(c));
-            init_peak.max_with(during);
-        }
-    }
-    total.add(sidecars);
-    total.max_with(init_peak);
-    if let Some(pod_level) = &spec.resources {
-        let get = |name: &str| {
-            pod_level
-                .requests
-                .get(name)
-                .or_else(|| pod_level.limits.get(name))
-                .copied()
-        };
-        if let Some(cpu) = get("cpu") {
-            total.cpu_millis = cpu.millis();
-        }
-        if let Some(memory) = get("memory") {
-            total.memory_bytes = memory.value();
-        }
-    }
-    let overhead = |name: &str| spec.overhead.get(name).copied().unwrap_or_default();
-    total.add(Requests {
-        cpu_millis: overhead("cpu").millis(),
-        memory_bytes: overhead("memory").value(),
-        ephemeral_storage_bytes: overhead("ephemeral-storage").value(),
-    });
-    total
 }
 
 /// Whether a pod is BestEffort: no container (init containers included) requests or

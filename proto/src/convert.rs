@@ -20,6 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::model::{self, Kind, Object};
 use crate::pb;
 use crate::quantity::{Quantity, QuantityError};
+use berth_model::validate::map_key_path;
 
 /// A message that cannot be turned into the object model: which field, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -112,20 +113,6 @@ impl<'a> Path<'a> {
             path: self.render(),
             problem,
         }
-    }
-}
-
-/// Appends a map key to a field path: `.cpu` for a plain key, `["example.com/gpu"]` for a
-/// key with dots or slashes (which would otherwise read as more path).
-pub(crate) fn map_key_path(prefix: &str, key: &str) -> String {
-    let plain = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    match (plain, prefix.is_empty()) {
-        (true, true) => key.to_string(),
-        (true, false) => format!("{prefix}.{key}"),
-        (false, _) => format!("{prefix}[{key:?}]"),
     }
 }
 

@@ -5,20 +5,15 @@
 //!
 //! - [`pb`]: code generated from `proto/berth.proto` (tonic and prost). Only the gRPC edges
 //!   (the scheduler's service, the agent's client, the CLI's client) touch these types.
-//! - [`model`]: hand-written Kubernetes objects (`Pod`, `Node`, `PriorityClass`, `Event`, ...)
-//!   with Kubernetes' field names, as serde structs: the same types read manifests, live in the
-//!   store and feed the scheduler.
-//! - [`quantity`]: exact resource quantities (`100m`, `1Gi`, `1e3`).
-//! - [`selector`]: label selectors, both the structured form and kubectl's `-l` strings.
 //! - [`convert`]: `pb` ⇄ `model`, in one place.
-//! - [`validate`]: the API's validation rules, shared by the CLI and the server.
+//! - [`model`], [`quantity`], [`resources`], [`selector`], [`validate`]: re-exported from the
+//!   `berth-model` crate, which holds the object model and its rules with no network
+//!   dependency.
 #![warn(missing_docs)]
 
 pub mod convert;
-pub mod model;
-pub mod quantity;
-pub mod selector;
-pub mod validate;
+
+pub use berth_model::{model, quantity, resources, selector, validate};
 
 /// Generated protobuf and gRPC code for package `berth.v1`.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -29,4 +24,4 @@ pub mod pb {
     pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("berth_descriptor");
 }
 
-pub use quantity::Quantity;
+pub use berth_model::Quantity;

@@ -11,10 +11,9 @@
 //! - [`report`]: throughput, latency and peak RSS, as text or JSON.
 //! - [`histogram`]: the lock-free latency histogram the scheduling loop records into.
 
-pub mod histogram;
-pub mod report;
 pub mod runner;
-pub mod workloads;
+
+pub use berth_core::perf::{histogram, report, workloads};
 
 pub use report::{Mode, Report};
 pub use runner::{run_in_process, PerfError, RunOptions};

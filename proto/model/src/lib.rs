@@ -1,0 +1,24 @@
+//! Berth's model crate: the Kubernetes object model and its rules, written once and used by
+//! the scheduler, the agent, the CLI and the tests.
+//!
+//! # Layout
+//!
+//! - [`model`]: Kubernetes objects (`Pod`, `Node`, `PriorityClass`, `Event`, ...) with
+//!   Kubernetes' field names, as serde structs: the same types read manifests, live in the
+//!   store and feed the scheduler.
+//! - [`quantity`]: exact resource quantities (`100m`, `1Gi`, `1e3`).
+//! - [`resources`]: resource vectors and a pod's effective request (init containers,
+//!   sidecars, overhead), shared by the scheduler's fit check and the agent's admission.
+//! - [`selector`]: label selectors, both the structured form and kubectl's `-l` strings.
+//! - [`validate`]: the API's validation rules, shared by the CLI and the server.
+//!
+//! No network, store or runtime dependency: the compiler keeps the rules pure.
+#![warn(missing_docs)]
+
+pub mod model;
+pub mod quantity;
+pub mod resources;
+pub mod selector;
+pub mod validate;
+
+pub use quantity::Quantity;

@@ -1,0 +1,259 @@
+//! [`PodInfo`] and [`NodeInfo`]: pods and nodes with what plugins need computed once
+//! (effective requests, parsed affinity terms, per-node sums), so filters are arithmetic.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use berth_model::model::{
+    LabelSelector, LabelSelectorOperator, LabelSelectorRequirement, Node, Pod, PodAffinityTerm,
+    StringMap,
+};
+
+use super::resources::{pod_non_zero_requests, pod_requests, Resources};
+
+/// One inter-pod (anti-)affinity term, resolved against its owning pod: the namespaces it
+/// covers and a selector with matchLabelKeys/mismatchLabelKeys folded in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AffinityTerm {
+    /// Explicit namespaces; when both this is empty and `namespace_selector` is `None`, the
+    /// owning pod's namespace has been put here.
+    pub namespaces: BTreeSet<String>,
+    /// Namespaces selected by label (`Some(empty)` selects all namespaces).
+    pub namespace_selector: Option<LabelSelector>,
+    /// Pods the term is about; `None` matches no pod.
+    pub selector: Option<LabelSelector>,
+    /// Node label that defines the topology domain.
+    pub topology_key: String,
+}
+
+impl AffinityTerm {
+    /// Resolves a term of `owner`'s spec.
+    pub fn new(owner: &Pod, term: &PodAffinityTerm) -> Self {
+        let mut namespaces: BTreeSet<String> = term.namespaces.iter().cloned().collect();
+        if namespaces.is_empty() && term.namespace_selector.is_none() {
+            namespaces.insert(owner.metadata.namespace.clone());
+        }
+        let mut selector = term.label_selector.clone();
+        if let Some(sel) = selector.as_mut() {
+            for key in &term.match_label_keys {
+                if let Some(v) = owner.metadata.labels.get(key) {
+                    sel.match_expressions.push(LabelSelectorRequirement {
+                        key: key.clone(),
+                        operator: LabelSelectorOperator::In,
+                        values: vec![v.clone()],
+                    });
+                }
+            }
+            for key in &term.mismatch_label_keys {
+                if let Some(v) = owner.metadata.labels.get(key) {
+                    sel.match_expressions.push(LabelSelectorRequirement {
+                        key: key.clone(),
+                        operator: LabelSelectorOperator::NotIn,
+                        values: vec![v.clone()],
+                    });
+                }
+            }
+        }
+        AffinityTerm {
+            namespaces,
+            namespace_selector: term.namespace_selector.clone(),
+            selector,
+            topology_key: term.topology_key.clone(),
+        }
+    }
+
+    /// Whether `pod` (whose namespace has labels `ns_labels`) is one of the pods this term
+    /// is about.
+    pub fn matches(&self, pod: &Pod, ns_labels: Option<&StringMap>) -> bool {
+        let ns = &pod.metadata.namespace;
+        let in_namespace = self.namespaces.contains(ns)
+            || self.namespace_selector.as_ref().is_some_and(|sel| {
+                sel.is_empty() || ns_labels.is_some_and(|labels| sel.matches(labels))
+            });
+        in_namespace
+            && self
+                .selector
+                .as_ref()
+                .is_some_and(|sel| sel.matches(&pod.metadata.labels))
+    }
+}
+
+/// An [`AffinityTerm`] with its weight (1..=100), for preferences.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WeightedAffinityTerm {
+    /// Weight.
+    pub weight: i64,
+    /// The term.
+    pub term: AffinityTerm,
+}
+
+/// A pod as plugins see it: the object plus everything derived from it once.
+#[derive(Clone, Debug)]
+pub struct PodInfo {
+    /// The pod.
+    pub pod: Arc<Pod>,
+    /// Effective request (fit).
+    pub requests: Resources,
+    /// CPU counted by scoring (containers without a request count 100m).
+    pub non_zero_milli_cpu: i64,
+    /// Memory counted by scoring (containers without a request count 200Mi).
+    pub non_zero_memory: i64,
+    /// `spec.priority`, 0 when unset.
+    pub priority: i32,
+    /// Required pod affinity terms.
+    pub required_affinity: Vec<AffinityTerm>,
+    /// Required pod anti-affinity terms.
+    pub required_anti_affinity: Vec<AffinityTerm>,
+    /// Preferred pod affinity terms.
+    pub preferred_affinity: Vec<WeightedAffinityTerm>,
+    /// Preferred pod anti-affinity terms.
+    pub preferred_anti_affinity: Vec<WeightedAffinityTerm>,
+}
+
+impl PodInfo {
+    /// Derives everything from the pod.
+    pub fn new(pod: Arc<Pod>) -> Self {
+        let requests = pod_requests(&pod);
+        let (non_zero_milli_cpu, non_zero_memory) = pod_non_zero_requests(&pod);
+        let affinity = pod.spec.affinity.as_ref();
+        let pod_affinity = affinity.and_then(|a| a.pod_affinity.as_ref());
+        let anti = affinity.and_then(|a| a.pod_anti_affinity.as_ref());
+        let required = |a: Option<&berth_model::model::PodAffinity>| -> Vec<AffinityTerm> {
+            a.map(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .iter()
+                    .map(|t| AffinityTerm::new(&pod, t))
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+        let preferred = |a: Option<&berth_model::model::PodAffinity>| -> Vec<WeightedAffinityTerm> {
+            a.map(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .iter()
+                    .map(|w| WeightedAffinityTerm {
+                        weight: i64::from(w.weight),
+                        term: AffinityTerm::new(&pod, &w.pod_affinity_term),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+        PodInfo {
+            requests,
+            non_zero_milli_cpu,
+            non_zero_memory,
+            priority: pod.spec.priority.unwrap_or(0),
+            required_affinity: required(pod_affinity),
+            required_anti_affinity: required(anti),
+            preferred_affinity: preferred(pod_affinity),
+            preferred_anti_affinity: preferred(anti),
+            pod,
+        }
+    }
+
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.pod.metadata.namespace, self.pod.metadata.name)
+    }
+
+    /// The pod's uid.
+    pub fn uid(&self) -> &str {
+        &self.pod.metadata.uid
+    }
+
+    /// Whether the pod has any inter-pod affinity or anti-affinity term.
+    pub fn has_affinity(&self) -> bool {
+        !(self.required_affinity.is_empty()
+            && self.required_anti_affinity.is_empty()
+            && self.preferred_affinity.is_empty()
+            && self.preferred_anti_affinity.is_empty())
+    }
+}
+
+/// A node with the sums plugins need, kept current as pods come and go.
+#[derive(Clone, Debug)]
+pub struct NodeInfo {
+    /// The node.
+    pub node: Arc<Node>,
+    /// What pods may use (allocatable, or capacity where allocatable is unset).
+    pub allocatable: Resources,
+    /// Sum of the effective requests of the pods on the node.
+    pub requested: Resources,
+    /// Sum of the pods' non-zero cpu (scoring).
+    pub non_zero_milli_cpu: i64,
+    /// Sum of the pods' non-zero memory (scoring).
+    pub non_zero_memory: i64,
+    /// Pods on the node (bound or assumed).
+    pub pods: Vec<Arc<PodInfo>>,
+    /// The subset of `pods` with any inter-pod affinity term.
+    pub pods_with_affinity: Vec<Arc<PodInfo>>,
+    /// The subset of `pods` with required anti-affinity.
+    pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
+    /// Bumped on every change; lets observers tell what changed.
+    pub generation: u64,
+}
+
+impl NodeInfo {
+    /// A node with no pods.
+    pub fn new(node: Arc<Node>) -> Self {
+        let allocatable = Resources::from_list(node.allocatable());
+        NodeInfo {
+            node,
+            allocatable,
+            requested: Resources::default(),
+            non_zero_milli_cpu: 0,
+            non_zero_memory: 0,
+            pods: Vec::new(),
+            pods_with_affinity: Vec::new(),
+            pods_with_required_anti_affinity: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.node.metadata.name
+    }
+
+    /// The node's labels.
+    pub fn labels(&self) -> &StringMap {
+        &self.node.metadata.labels
+    }
+
+    /// Replaces the node object (labels, taints, allocatable), keeping its pods.
+    pub fn set_node(&mut self, node: Arc<Node>) {
+        self.allocatable = Resources::from_list(node.allocatable());
+        self.node = node;
+        self.generation += 1;
+    }
+
+    /// Accounts for a pod placed on the node.
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
+        self.requested.add(&pod.requests);
+        self.non_zero_milli_cpu += pod.non_zero_milli_cpu;
+        self.non_zero_memory += pod.non_zero_memory;
+        if pod.has_affinity() {
+            self.pods_with_affinity.push(pod.clone());
+        }
+        if !pod.required_anti_affinity.is_empty() {
+            self.pods_with_required_anti_affinity.push(pod.clone());
+        }
+        self.pods.push(pod);
+        self.generation += 1;
+    }
+
+    /// Removes the pod with this uid; returns it if it was there.
+    pub fn remove_pod(&mut self, uid: &str) -> Option<Arc<PodInfo>> {
+        let i = self.pods.iter().position(|p| p.uid() == uid)?;
+        let pod = self.pods.swap_remove(i);
+        self.pods_with_affinity.retain(|p| p.uid() != uid);
+        self.pods_with_required_anti_affinity
+            .retain(|p| p.uid() != uid);
+        self.requested.sub(&pod.requests);
+        self.non_zero_milli_cpu -= pod.non_zero_milli_cpu;
+        self.non_zero_memory -= pod.non_zero_memory;
+        self.generation += 1;
+        Some(pod)
+    }
+}
