@@ -1,6 +1,10 @@
-//! NodeResourcesBalancedAllocation: prefers nodes whose resources would be used in even
-//! proportions after placing the pod (score = (1 - standard deviation of the requested
-//! fractions) * 100), so no resource runs out while others sit idle.
+//! NodeResourcesBalancedAllocation: prefers nodes whose resources the pod would leave more
+//! evenly used than it found them, so no resource runs out while others sit idle.
+//!
+//! Since Kubernetes 1.36 the score is the change in balance the pod causes: with
+//! `S = (1 - std of the requested fractions) * 100` before and after placing the pod,
+//! `score = 50 + floor((50 + S_after - S_before) / 2)`, in 50..=100 (75 when the balance does
+//! not change). Before 1.36 it was `S_after` alone.
 
 use serde::{Deserialize, Serialize};
 
@@ -66,18 +70,18 @@ impl BalancedAllocation {
     }
 }
 
-/// kube's balanced score from per-resource requested and allocatable amounts (resources
-/// with allocatable 0 are left out): fractions capped at 1, their population standard
-/// deviation (`|f1 - f2| / 2` for two), and `(1 - std) * 100` truncated.
-pub fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
-    // Computed in two passes over an iterator rather than a collected Vec: this runs for
-    // every feasible node of every cycle. The arithmetic (and so every result) is the same.
+/// The balance of per-resource requested and allocatable amounts (resources with
+/// allocatable 0 are left out): fractions capped at 1, their population standard deviation
+/// (`|f1 - f2| / 2` for two), and `(1 - std) * 100`.
+pub fn balance(requested: impl Iterator<Item = i64> + Clone, allocatable: &[i64]) -> f64 {
+    // Computed in passes over an iterator rather than a collected Vec: this runs twice for
+    // every feasible node of every cycle.
     let fractions = || {
         requested
-            .iter()
+            .clone()
             .zip(allocatable)
             .filter(|(_, &alloc)| alloc != 0)
-            .map(|(&req, &alloc)| (req as f64 / alloc as f64).min(1.0))
+            .map(|(req, &alloc)| (req as f64 / alloc as f64).min(1.0))
     };
     let std = match fractions().count() {
         0 | 1 => 0.0,
@@ -95,7 +99,21 @@ pub fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
             variance.sqrt()
         }
     };
-    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+    (1.0 - std) * MAX_NODE_SCORE as f64
+}
+
+/// kube's (1.36) balanced score: how much placing the pod, whose requests are
+/// `pod_requests`, changes the node's [`balance`]; `requested` already includes the pod.
+/// `50 + floor((50 + after - before) / 2)`, kept within 0..=100.
+pub fn balance_change_score(requested: &[i64], allocatable: &[i64], pod_requests: &[i64]) -> i64 {
+    let after = balance(requested.iter().copied(), allocatable);
+    let before = balance(
+        requested.iter().zip(pod_requests).map(|(r, p)| r - p),
+        allocatable,
+    );
+    let half = MAX_NODE_SCORE as f64 / 2.0;
+    let score = half + ((half + after - before) / 2.0).floor();
+    (score as i64).clamp(0, MAX_NODE_SCORE)
 }
 
 /// The pod's requests of the balanced resources; `None` for a pod requesting none of them,
@@ -148,7 +166,9 @@ impl Score for BalancedAllocation {
             return 0;
         };
         self.allocation
-            .with_node_vectors(node, pod_requests, balanced_score)
+            .with_node_vectors(node, pod_requests, |requested, allocatable| {
+                balance_change_score(requested, allocatable, pod_requests)
+            })
     }
 }
 
@@ -182,47 +202,51 @@ mod tests {
         };
         let cases = vec![
             Case {
-                name: "equal fractions are perfectly balanced",
+                // 0.25 and 0.25 after, 0 and 0 before: no change in balance.
+                name: "equal fractions keep an empty node balanced",
                 args: Args::default(),
                 pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(2048),
-                node: node_4cpu_8gi(),
-                want: 100,
-            },
-            Case {
-                // 0.5 and 0.25: std 0.125, score 87.5 truncated.
-                name: "uneven fractions",
-                args: Args::default(),
-                pod: PodBuilder::new("p").cpu_millis(2000).memory_mib(2048),
-                node: node_4cpu_8gi(),
-                want: 87,
-            },
-            Case {
-                // Existing pod: 1000m, no memory. Requested (not non-zero) amounts count:
-                // cpu 2000/4000 = 0.5, memory 4096/8192 = 0.5.
-                name: "existing pods count what they request, not the non-zero defaults",
-                args: Args::default(),
-                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(4096),
-                node: node_4cpu_8gi().with_pod(PodBuilder::new("e").cpu_millis(1000).build()),
-                want: 100,
-            },
-            Case {
-                // The pod's missing memory request counts 0: cpu 0.25, memory 0: std 0.125.
-                name: "the pod's missing request counts 0",
-                args: Args::default(),
-                pod: PodBuilder::new("p").cpu_millis(1000),
-                node: node_4cpu_8gi(),
-                want: 87,
-            },
-            Case {
-                // cpu fraction 2 is capped at 1; memory 0.5: std 0.25.
-                name: "fractions are capped at 1",
-                args: Args::default(),
-                pod: PodBuilder::new("p").cpu_millis(8000).memory_mib(4096),
                 node: node_4cpu_8gi(),
                 want: 75,
             },
             Case {
-                // 0.25, 0.5, 0.75: mean 0.5, std sqrt(0.125/3) = 0.2041.
+                // After: 0.5 and 0.25, std 0.125, S 87.5; before: S 100.
+                // 50 + floor((50 - 12.5) / 2) = 68.
+                name: "uneven fractions lose balance",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(2000).memory_mib(2048),
+                node: node_4cpu_8gi(),
+                want: 68,
+            },
+            Case {
+                // Existing pod: 1000m, no memory. Requested (not non-zero) amounts count:
+                // after cpu 2000/4000 = 0.5, memory 4096/8192 = 0.5 (S 100); before 0.25
+                // and 0 (S 87.5): 50 + floor((50 + 12.5) / 2) = 81.
+                name: "existing pods count what they request, not the non-zero defaults",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(4096),
+                node: node_4cpu_8gi().with_pod(PodBuilder::new("e").cpu_millis(1000).build()),
+                want: 81,
+            },
+            Case {
+                // The pod's missing memory request counts 0: cpu 0.25, memory 0: S 87.5.
+                name: "the pod's missing request counts 0",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(1000),
+                node: node_4cpu_8gi(),
+                want: 68,
+            },
+            Case {
+                // cpu fraction 2 is capped at 1; memory 0.5: std 0.25, S 75.
+                name: "fractions are capped at 1",
+                args: Args::default(),
+                pod: PodBuilder::new("p").cpu_millis(8000).memory_mib(4096),
+                node: node_4cpu_8gi(),
+                want: 62,
+            },
+            Case {
+                // 0.25, 0.5, 0.75: mean 0.5, std sqrt(0.125/3) = 0.2041, S 79.59;
+                // 50 + floor((50 - 20.41) / 2) = 64.
                 name: "three resources use the full standard deviation",
                 args: three.clone(),
                 pod: PodBuilder::new("p")
@@ -230,7 +254,7 @@ mod tests {
                     .memory_mib(4096)
                     .request("example.com/gpu", "3"),
                 node: node_4cpu_8gi().allocatable("example.com/gpu", "4"),
-                want: 79,
+                want: 64,
             },
             Case {
                 // The gpu is not requested, so only cpu and memory count.
@@ -238,14 +262,23 @@ mod tests {
                 args: three,
                 pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(2048),
                 node: node_4cpu_8gi().allocatable("example.com/gpu", "4"),
-                want: 100,
+                want: 75,
             },
             Case {
                 name: "a resource the node lacks is left out",
                 args: Args::default(),
                 pod: PodBuilder::new("p").cpu_millis(3000).memory_mib(100),
                 node: NodeBuilder::new("n1").cpu_millis(4000),
-                want: 100,
+                want: 75,
+            },
+            Case {
+                // Before: cpu 0.5, memory 0 (S 75); after: 0.5 and 0.5 (S 100):
+                // 50 + floor((50 + 25) / 2) = 87.
+                name: "a pod that evens the node out scores above one that keeps it",
+                args: Args::default(),
+                pod: PodBuilder::new("p").memory_mib(4096),
+                node: node_4cpu_8gi().with_pod(PodBuilder::new("e").cpu_millis(2000).build()),
+                want: 87,
             },
             Case {
                 name: "a best-effort pod is not scored",
