@@ -6,11 +6,7 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use berth_proto::model::{
-    DaemonSet, Deployment, Kind, Namespace, Node, Object, Pod, PodDisruptionBudget, PriorityClass,
-    ReplicaSet, ResourceQuota, RuntimeClass,
-};
-use serde::de::DeserializeOwned;
+use berth_proto::model::{Kind, Object};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -489,30 +485,19 @@ fn known_kind(kind: &str) -> Option<Kind> {
 
 /// Deserializes a document into the model type of its kind, with the failing field's path.
 fn decode(kind: Kind, value: Value) -> Result<Object, (Option<String>, String)> {
-    match kind {
-        Kind::Pod => typed::<Pod>(value).map(Object::Pod),
-        Kind::Node => typed::<Node>(value).map(Object::Node),
-        Kind::PriorityClass => typed::<PriorityClass>(value).map(Object::PriorityClass),
-        Kind::Event => Err((None, "events cannot be written in manifests".into())),
-        Kind::Namespace => typed::<Namespace>(value).map(Object::Namespace),
-        Kind::RuntimeClass => typed::<RuntimeClass>(value).map(Object::RuntimeClass),
-        Kind::PodDisruptionBudget => {
-            typed::<PodDisruptionBudget>(value).map(Object::PodDisruptionBudget)
-        }
-        Kind::Deployment => typed::<Deployment>(value).map(Object::Deployment),
-        Kind::ReplicaSet => typed::<ReplicaSet>(value).map(Object::ReplicaSet),
-        Kind::DaemonSet => typed::<DaemonSet>(value).map(Object::DaemonSet),
-        Kind::ResourceQuota => typed::<ResourceQuota>(value).map(Object::ResourceQuota),
+    if kind == Kind::Event {
+        return Err((None, "events cannot be written in manifests".into()));
     }
-}
-
-fn typed<T: DeserializeOwned>(value: Value) -> Result<T, (Option<String>, String)> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
+    let mut track = serde_path_to_error::Track::new();
+    Object::deserialize_as(
+        kind,
+        serde_path_to_error::Deserializer::new(value, &mut track),
+    )
+    .map_err(|e| {
+        let path = track.path().to_string();
         let path = (path != "." && !path.is_empty()).then_some(path);
         // serde quotes names with backticks; kubectl users read double quotes.
-        let message = e.into_inner().to_string().replace('`', "\"");
-        (path, message)
+        (path, e.to_string().replace('`', "\""))
     })
 }
 

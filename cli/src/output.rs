@@ -370,36 +370,10 @@ pub fn kind_display(kind: Kind) -> &'static str {
     }
 }
 
-/// An object as a JSON value, with `apiVersion` and `kind` filled in if they are empty.
+/// An object as a JSON value, with `apiVersion` and `kind` first and filled in if they are
+/// empty.
 pub fn object_value(obj: &Object) -> serde_json::Value {
-    let value = match obj {
-        Object::Pod(o) => serde_json::to_value(o),
-        Object::Node(o) => serde_json::to_value(o),
-        Object::PriorityClass(o) => serde_json::to_value(o),
-        Object::Event(o) => serde_json::to_value(o),
-        Object::Namespace(o) => serde_json::to_value(o),
-        Object::RuntimeClass(o) => serde_json::to_value(o),
-        Object::PodDisruptionBudget(o) => serde_json::to_value(o),
-        Object::Deployment(o) => serde_json::to_value(o),
-        Object::ReplicaSet(o) => serde_json::to_value(o),
-        Object::DaemonSet(o) => serde_json::to_value(o),
-        Object::ResourceQuota(o) => serde_json::to_value(o),
-    };
-    // The model's Serialize impls write strings, maps and lists only.
-    let mut value = value.expect("model objects serialize to JSON");
-    if let serde_json::Value::Object(map) = &mut value {
-        let kind = obj.kind();
-        let mut ordered = serde_json::Map::new();
-        ordered.insert("apiVersion".into(), kind.api_version().into());
-        ordered.insert("kind".into(), kind.as_str().into());
-        for (k, v) in std::mem::take(map) {
-            if k != "apiVersion" && k != "kind" {
-                ordered.insert(k, v);
-            }
-        }
-        *map = ordered;
-    }
-    value
+    serde_json::to_value(obj).expect("model objects serialize to JSON")
 }
 
 /// Output formats of objects, shared by `get -o` and `apply --dry-run -o`.

@@ -407,40 +407,14 @@ fn decode_key(kind: Kind, stored_key: &[u8]) -> ObjectKey {
 }
 
 fn encode_object(key: &ObjectKey, object: &Object) -> Result<Vec<u8>> {
-    let encoded = match object {
-        Object::Pod(o) => serde_json::to_vec(o),
-        Object::Node(o) => serde_json::to_vec(o),
-        Object::PriorityClass(o) => serde_json::to_vec(o),
-        Object::Event(o) => serde_json::to_vec(o),
-        Object::Namespace(o) => serde_json::to_vec(o),
-        Object::RuntimeClass(o) => serde_json::to_vec(o),
-        Object::PodDisruptionBudget(o) => serde_json::to_vec(o),
-        Object::Deployment(o) => serde_json::to_vec(o),
-        Object::ReplicaSet(o) => serde_json::to_vec(o),
-        Object::DaemonSet(o) => serde_json::to_vec(o),
-        Object::ResourceQuota(o) => serde_json::to_vec(o),
-    };
-    encoded.map_err(|source| Error::Codec {
+    serde_json::to_vec(object).map_err(|source| Error::Codec {
         key: key.clone(),
         source,
     })
 }
 
 fn decode_object(key: &ObjectKey, bytes: &[u8]) -> Result<Object> {
-    let decoded = match key.kind {
-        Kind::Pod => serde_json::from_slice(bytes).map(Object::Pod),
-        Kind::Node => serde_json::from_slice(bytes).map(Object::Node),
-        Kind::PriorityClass => serde_json::from_slice(bytes).map(Object::PriorityClass),
-        Kind::Event => serde_json::from_slice(bytes).map(Object::Event),
-        Kind::Namespace => serde_json::from_slice(bytes).map(Object::Namespace),
-        Kind::RuntimeClass => serde_json::from_slice(bytes).map(Object::RuntimeClass),
-        Kind::PodDisruptionBudget => serde_json::from_slice(bytes).map(Object::PodDisruptionBudget),
-        Kind::Deployment => serde_json::from_slice(bytes).map(Object::Deployment),
-        Kind::ReplicaSet => serde_json::from_slice(bytes).map(Object::ReplicaSet),
-        Kind::DaemonSet => serde_json::from_slice(bytes).map(Object::DaemonSet),
-        Kind::ResourceQuota => serde_json::from_slice(bytes).map(Object::ResourceQuota),
-    };
-    decoded.map_err(|source| Error::Codec {
+    Object::from_json(key.kind, bytes).map_err(|source| Error::Codec {
         key: key.clone(),
         source,
     })

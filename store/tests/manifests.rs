@@ -8,25 +8,14 @@ use berth_proto::model::{
 use berth_proto::validate::validate_object;
 use berth_proto::Quantity;
 use berth_store::{ObjectStore, Op, SledStore};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 
 /// Parses one manifest into the model type its `kind` names.
 fn try_parse(yaml: &str) -> Result<Object, String> {
-    fn typed<T: DeserializeOwned>(yaml: &str) -> Result<T, String> {
-        serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())
-    }
     let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
-    match value["kind"].as_str().ok_or("manifest has no kind")? {
-        "Namespace" => typed(yaml).map(Object::Namespace),
-        "RuntimeClass" => typed(yaml).map(Object::RuntimeClass),
-        "PodDisruptionBudget" => typed(yaml).map(Object::PodDisruptionBudget),
-        "Deployment" => typed(yaml).map(Object::Deployment),
-        "ReplicaSet" => typed(yaml).map(Object::ReplicaSet),
-        "DaemonSet" => typed(yaml).map(Object::DaemonSet),
-        "ResourceQuota" => typed(yaml).map(Object::ResourceQuota),
-        other => Err(format!("no model type for kind {other}")),
-    }
+    let name = value["kind"].as_str().ok_or("manifest has no kind")?;
+    let kind = Kind::from_cli(name).ok_or_else(|| format!("no model type for kind {name}"))?;
+    Object::deserialize_as(kind, serde_yaml_ng::Deserializer::from_str(yaml))
+        .map_err(|e| e.to_string())
 }
 
 fn parse(yaml: &str) -> Object {
@@ -37,22 +26,7 @@ fn parse(yaml: &str) -> Object {
 /// accepts and ignores are not written, so two objects that differ only in those compare
 /// equal here.
 fn json(object: &Object) -> serde_json::Value {
-    fn value<T: Serialize>(o: &T) -> serde_json::Value {
-        serde_json::to_value(o).expect("model objects serialize")
-    }
-    match object {
-        Object::Pod(o) => value(o),
-        Object::Node(o) => value(o),
-        Object::PriorityClass(o) => value(o),
-        Object::Event(o) => value(o),
-        Object::Namespace(o) => value(o),
-        Object::RuntimeClass(o) => value(o),
-        Object::PodDisruptionBudget(o) => value(o),
-        Object::Deployment(o) => value(o),
-        Object::ReplicaSet(o) => value(o),
-        Object::DaemonSet(o) => value(o),
-        Object::ResourceQuota(o) => value(o),
-    }
+    serde_json::to_value(object).expect("model objects serialize")
 }
 
 fn yaml(object: &Object) -> String {

@@ -1,6 +1,7 @@
-//! Any object of a kind Berth stores, tagged by kind, and the per-kind identity rules.
+//! Any object of a kind Berth stores, tagged by kind, the per-kind identity rules, and its
+//! Kubernetes JSON form (what the store keeps, the API carries and `-o json` prints).
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{
     DaemonSet, Deployment, Event, Namespace, Node, ObjectMeta, Pod, PodDisruptionBudget,
@@ -140,6 +141,25 @@ impl std::fmt::Display for Kind {
     }
 }
 
+/// Evaluates `$body` with `$o` bound to the object inside whichever variant `$obj` is.
+macro_rules! each_kind {
+    ($obj:expr, $o:ident => $body:expr) => {
+        match $obj {
+            Object::Pod($o) => $body,
+            Object::Node($o) => $body,
+            Object::PriorityClass($o) => $body,
+            Object::Event($o) => $body,
+            Object::Namespace($o) => $body,
+            Object::RuntimeClass($o) => $body,
+            Object::PodDisruptionBudget($o) => $body,
+            Object::Deployment($o) => $body,
+            Object::ReplicaSet($o) => $body,
+            Object::DaemonSet($o) => $body,
+            Object::ResourceQuota($o) => $body,
+        }
+    };
+}
+
 /// An object of any stored kind.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Object {
@@ -187,41 +207,89 @@ impl Object {
 
     /// The object's metadata.
     pub fn meta(&self) -> &ObjectMeta {
-        match self {
-            Object::Pod(o) => &o.metadata,
-            Object::Node(o) => &o.metadata,
-            Object::PriorityClass(o) => &o.metadata,
-            Object::Event(o) => &o.metadata,
-            Object::Namespace(o) => &o.metadata,
-            Object::RuntimeClass(o) => &o.metadata,
-            Object::PodDisruptionBudget(o) => &o.metadata,
-            Object::Deployment(o) => &o.metadata,
-            Object::ReplicaSet(o) => &o.metadata,
-            Object::DaemonSet(o) => &o.metadata,
-            Object::ResourceQuota(o) => &o.metadata,
-        }
+        each_kind!(self, o => &o.metadata)
     }
 
     /// The object's metadata, mutable.
     pub fn meta_mut(&mut self) -> &mut ObjectMeta {
-        match self {
-            Object::Pod(o) => &mut o.metadata,
-            Object::Node(o) => &mut o.metadata,
-            Object::PriorityClass(o) => &mut o.metadata,
-            Object::Event(o) => &mut o.metadata,
-            Object::Namespace(o) => &mut o.metadata,
-            Object::RuntimeClass(o) => &mut o.metadata,
-            Object::PodDisruptionBudget(o) => &mut o.metadata,
-            Object::Deployment(o) => &mut o.metadata,
-            Object::ReplicaSet(o) => &mut o.metadata,
-            Object::DaemonSet(o) => &mut o.metadata,
-            Object::ResourceQuota(o) => &mut o.metadata,
+        each_kind!(self, o => &mut o.metadata)
+    }
+
+    /// The object's `apiVersion` and `kind` fields, as written in it (empty when left out).
+    pub fn type_meta(&self) -> (&str, &str) {
+        each_kind!(self, o => (o.api_version.as_str(), o.kind.as_str()))
+    }
+
+    /// Fills in `apiVersion` and `kind` from the object's kind where they are empty.
+    pub fn fill_type_meta(&mut self) {
+        let kind = self.kind();
+        let (api_version, kind_field) = each_kind!(self, o => (&mut o.api_version, &mut o.kind));
+        if api_version.is_empty() {
+            *api_version = kind.api_version().to_string();
         }
+        if kind_field.is_empty() {
+            *kind_field = kind.as_str().to_string();
+        }
+    }
+
+    /// Reads an object of `kind` from its Kubernetes form (JSON, YAML, a `serde_json::Value`)
+    /// through any serde deserializer, so that the caller chooses how errors carry the
+    /// field's path. `apiVersion` and `kind` are filled in where left out; what they say
+    /// otherwise is the caller's to check against `kind` ([`Object::type_meta`]).
+    pub fn deserialize_as<'de, D: Deserializer<'de>>(
+        kind: Kind,
+        deserializer: D,
+    ) -> Result<Object, D::Error> {
+        let mut object = match kind {
+            Kind::Pod => Object::Pod(Deserialize::deserialize(deserializer)?),
+            Kind::Node => Object::Node(Deserialize::deserialize(deserializer)?),
+            Kind::PriorityClass => Object::PriorityClass(Deserialize::deserialize(deserializer)?),
+            Kind::Event => Object::Event(Deserialize::deserialize(deserializer)?),
+            Kind::Namespace => Object::Namespace(Deserialize::deserialize(deserializer)?),
+            Kind::RuntimeClass => Object::RuntimeClass(Deserialize::deserialize(deserializer)?),
+            Kind::PodDisruptionBudget => {
+                Object::PodDisruptionBudget(Deserialize::deserialize(deserializer)?)
+            }
+            Kind::Deployment => Object::Deployment(Deserialize::deserialize(deserializer)?),
+            Kind::ReplicaSet => Object::ReplicaSet(Deserialize::deserialize(deserializer)?),
+            Kind::DaemonSet => Object::DaemonSet(Deserialize::deserialize(deserializer)?),
+            Kind::ResourceQuota => Object::ResourceQuota(Deserialize::deserialize(deserializer)?),
+        };
+        object.fill_type_meta();
+        Ok(object)
+    }
+
+    /// Reads an object of `kind` from its Kubernetes JSON.
+    pub fn from_json(kind: Kind, json: &[u8]) -> Result<Object, serde_json::Error> {
+        Object::deserialize_as(kind, &mut serde_json::Deserializer::from_slice(json))
+    }
+
+    /// The object's Kubernetes JSON, as `kubectl get -o json` shows it (compact).
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("model objects serialize to JSON")
     }
 
     /// The object's key: `namespace/name` for namespaced kinds, `name` otherwise.
     pub fn key(&self) -> ObjectKey {
         ObjectKey::new(self.kind(), &self.meta().namespace, &self.meta().name)
+    }
+}
+
+impl Serialize for Object {
+    /// The object's Kubernetes JSON form, `apiVersion` and `kind` first and filled in when the
+    /// object leaves them empty.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let kind = self.kind();
+        if self.type_meta() == (kind.api_version(), kind.as_str()) {
+            each_kind!(self, o => o.serialize(serializer))
+        } else {
+            let mut typed = self.clone();
+            let (api_version, kind_field) =
+                each_kind!(&mut typed, o => (&mut o.api_version, &mut o.kind));
+            *api_version = kind.api_version().to_string();
+            *kind_field = kind.as_str().to_string();
+            each_kind!(&typed, o => o.serialize(serializer))
+        }
     }
 }
 
@@ -397,6 +465,74 @@ mod tests {
         assert_eq!(
             ObjectKey::new(Kind::Deployment, "default", "web").to_string(),
             "Deployment default/web"
+        );
+    }
+
+    #[test]
+    fn json_form_carries_api_version_and_kind_first_and_reads_back() {
+        for kind in Kind::ALL {
+            let mut bare = serde_json::json!({"metadata": {"name": "x"}});
+            // The fields some kinds require besides metadata.
+            match kind {
+                Kind::PriorityClass => bare["value"] = 1000.into(),
+                Kind::RuntimeClass => bare["handler"] = "runc".into(),
+                Kind::Event => {
+                    bare["involvedObject"] = serde_json::json!({"kind": "Pod", "name": "web"});
+                    bare["reason"] = "Scheduled".into();
+                }
+                _ => {}
+            }
+            let mut typed = bare.clone();
+            typed["apiVersion"] = kind.api_version().into();
+            typed["kind"] = kind.as_str().into();
+            for (case, json) in [("type meta left out", bare), ("type meta given", typed)] {
+                let json = serde_json::to_vec(&json).expect("serializes");
+                let object = Object::from_json(kind, &json)
+                    .unwrap_or_else(|e| panic!("{kind}, {case}: {e}"));
+                assert_eq!(object.kind(), kind, "{kind}, {case}");
+                assert_eq!(
+                    object.type_meta(),
+                    (kind.api_version(), kind.as_str()),
+                    "{kind}, {case}: filled in"
+                );
+                let text = String::from_utf8(object.to_json()).expect("JSON is UTF-8");
+                let head = format!(
+                    r#"{{"apiVersion":"{}","kind":"{kind}","#,
+                    kind.api_version()
+                );
+                assert!(text.starts_with(&head), "{kind}, {case}: {text}");
+                let again = Object::from_json(kind, text.as_bytes()).expect("reads back");
+                assert_eq!(again, object, "{kind}, {case}: round trip");
+            }
+        }
+    }
+
+    #[test]
+    fn serializing_an_object_without_type_meta_fills_it_in() {
+        let mut ns = Namespace::new("team-a");
+        ns.api_version.clear();
+        ns.kind.clear();
+        let value = serde_json::to_value(Object::Namespace(ns)).expect("serializes");
+        assert_eq!(
+            value,
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+        );
+    }
+
+    #[test]
+    fn json_errors_come_from_the_kind_s_own_type() {
+        let err = Object::from_json(Kind::Pod, br#"{"spec":{"containerz":[]}}"#)
+            .expect_err("unknown field");
+        assert!(
+            err.to_string().contains("unknown field `containerz`"),
+            "{err}"
+        );
+        // A Node has no `spec.containers`: the kind decides the type.
+        let err = Object::from_json(Kind::Node, br#"{"spec":{"containers":[]}}"#)
+            .expect_err("not a node field");
+        assert!(
+            err.to_string().contains("unknown field `containers`"),
+            "{err}"
         );
     }
 }
