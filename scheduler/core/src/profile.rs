@@ -16,7 +16,6 @@
 //! - `pluginConfig` args are handed to [`plugins::build`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +23,8 @@ use std::time::Duration;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use crate::framework::{Filter, PostFilter, PreFilter, PreScore, Score};
+use crate::framework::PostFilter;
+pub use crate::framework::{Profile, ProfileSummary};
 use crate::plugins::{self, PluginSet, RegistryError};
 use crate::queue::QueueConfig;
 
@@ -58,40 +58,7 @@ const INERT_KUBE_PLUGINS: &[&str] = &[
     "ImageLocality",
 ];
 
-/// One profile: the plugins of each extension point, in order.
-#[derive(Clone)]
-pub struct Profile {
-    /// The `schedulerName` pods use to pick this profile.
-    pub scheduler_name: String,
-    /// PreFilter plugins.
-    pub pre_filters: Vec<Arc<dyn PreFilter>>,
-    /// Filter plugins, cheapest first.
-    pub filters: Vec<Arc<dyn Filter>>,
-    /// PostFilter (preemption), if enabled.
-    pub post_filter: Option<Arc<dyn PostFilter>>,
-    /// PreScore plugins.
-    pub pre_scores: Vec<Arc<dyn PreScore>>,
-    /// Score plugins with their weights.
-    pub scores: Vec<(Arc<dyn Score>, i64)>,
-    /// `percentageOfNodesToScore`; None (or 0) means kube's adaptive default.
-    pub percentage_of_nodes_to_score: Option<u32>,
-}
-
 impl Profile {
-    /// A profile with no plugins at all: every node fits and none is preferred. A base for
-    /// tests and hand-built profiles.
-    pub fn empty(scheduler_name: impl Into<String>) -> Self {
-        Profile {
-            scheduler_name: scheduler_name.into(),
-            pre_filters: Vec::new(),
-            filters: Vec::new(),
-            post_filter: None,
-            pre_scores: Vec::new(),
-            scores: Vec::new(),
-            percentage_of_nodes_to_score: None,
-        }
-    }
-
     /// kube-scheduler's default profile, `default-scheduler`: every plugin of
     /// [`plugins::DEFAULT_PLUGINS`] with default args, at each extension point it implements,
     /// with its default weight.
@@ -100,46 +67,6 @@ impl Profile {
         build_profile(DEFAULT_SCHEDULER_NAME.to_string(), &config, None)
             .expect("the default plugins build with default args")
     }
-
-    /// Names of the plugins at each extension point, in order, with score weights: for logs
-    /// and tests.
-    pub fn describe(&self) -> ProfileSummary {
-        ProfileSummary {
-            pre_filters: self.pre_filters.iter().map(|p| p.name()).collect(),
-            filters: self.filters.iter().map(|p| p.name()).collect(),
-            post_filter: self.post_filter.as_ref().map(|p| p.name()),
-            pre_scores: self.pre_scores.iter().map(|p| p.name()).collect(),
-            scores: self.scores.iter().map(|(p, w)| (p.name(), *w)).collect(),
-        }
-    }
-}
-
-impl fmt::Debug for Profile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Profile")
-            .field("scheduler_name", &self.scheduler_name)
-            .field("plugins", &self.describe())
-            .field(
-                "percentage_of_nodes_to_score",
-                &self.percentage_of_nodes_to_score,
-            )
-            .finish()
-    }
-}
-
-/// The plugin names of a [`Profile`], per extension point.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProfileSummary {
-    /// PreFilter plugins, in order.
-    pub pre_filters: Vec<&'static str>,
-    /// Filter plugins, in order.
-    pub filters: Vec<&'static str>,
-    /// The PostFilter plugin.
-    pub post_filter: Option<&'static str>,
-    /// PreScore plugins, in order.
-    pub pre_scores: Vec<&'static str>,
-    /// Score plugins with their weights, in order.
-    pub scores: Vec<(&'static str, i64)>,
 }
 
 /// The scheduler's profiles by `schedulerName`, plus the queue settings read with them.

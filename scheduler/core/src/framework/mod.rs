@@ -21,6 +21,8 @@ pub mod types;
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
 
 pub use resources::Resources;
 pub use snapshot::{DisruptionBudget, Snapshot};
@@ -241,7 +243,7 @@ pub trait PostFilter: Plugin {
         pod: &PodInfo,
         snapshot: &Snapshot,
         diagnosis: &Diagnosis,
-        profile: &crate::profile::Profile,
+        profile: &Profile,
     ) -> PostFilterOutcome;
 }
 
@@ -313,4 +315,81 @@ impl Diagnosis {
             )
         }
     }
+}
+
+/// One profile: the plugins of each extension point, in order. Built from configuration by
+/// the profile module; defined here because PostFilter (preemption) runs the profile's
+/// filters again.
+#[derive(Clone)]
+pub struct Profile {
+    /// The `schedulerName` pods use to pick this profile.
+    pub scheduler_name: String,
+    /// PreFilter plugins.
+    pub pre_filters: Vec<Arc<dyn PreFilter>>,
+    /// Filter plugins, cheapest first.
+    pub filters: Vec<Arc<dyn Filter>>,
+    /// PostFilter (preemption), if enabled.
+    pub post_filter: Option<Arc<dyn PostFilter>>,
+    /// PreScore plugins.
+    pub pre_scores: Vec<Arc<dyn PreScore>>,
+    /// Score plugins with their weights.
+    pub scores: Vec<(Arc<dyn Score>, i64)>,
+    /// `percentageOfNodesToScore`; None (or 0) means kube's adaptive default.
+    pub percentage_of_nodes_to_score: Option<u32>,
+}
+
+impl Profile {
+    /// A profile with no plugins at all: every node fits and none is preferred. A base for
+    /// tests and hand-built profiles.
+    pub fn empty(scheduler_name: impl Into<String>) -> Self {
+        Profile {
+            scheduler_name: scheduler_name.into(),
+            pre_filters: Vec::new(),
+            filters: Vec::new(),
+            post_filter: None,
+            pre_scores: Vec::new(),
+            scores: Vec::new(),
+            percentage_of_nodes_to_score: None,
+        }
+    }
+
+    /// Names of the plugins at each extension point, in order, with score weights: for logs
+    /// and tests.
+    pub fn describe(&self) -> ProfileSummary {
+        ProfileSummary {
+            pre_filters: self.pre_filters.iter().map(|p| p.name()).collect(),
+            filters: self.filters.iter().map(|p| p.name()).collect(),
+            post_filter: self.post_filter.as_ref().map(|p| p.name()),
+            pre_scores: self.pre_scores.iter().map(|p| p.name()).collect(),
+            scores: self.scores.iter().map(|(p, w)| (p.name(), *w)).collect(),
+        }
+    }
+}
+
+impl fmt::Debug for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Profile")
+            .field("scheduler_name", &self.scheduler_name)
+            .field("plugins", &self.describe())
+            .field(
+                "percentage_of_nodes_to_score",
+                &self.percentage_of_nodes_to_score,
+            )
+            .finish()
+    }
+}
+
+/// The plugin names of a [`Profile`], per extension point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileSummary {
+    /// PreFilter plugins, in order.
+    pub pre_filters: Vec<&'static str>,
+    /// Filter plugins, in order.
+    pub filters: Vec<&'static str>,
+    /// The PostFilter plugin.
+    pub post_filter: Option<&'static str>,
+    /// PreScore plugins, in order.
+    pub pre_scores: Vec<&'static str>,
+    /// Score plugins with their weights, in order.
+    pub scores: Vec<(&'static str, i64)>,
 }

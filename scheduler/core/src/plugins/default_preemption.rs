@@ -25,9 +25,8 @@ use serde::{Deserialize, Serialize};
 use super::InvalidArgs;
 use crate::framework::{
     Code, CycleState, Diagnosis, DisruptionBudget, Fit, NodeInfo, Nomination, Plugin, PluginError,
-    PodInfo, PostFilter, PostFilterOutcome, Rejection, Snapshot, Victim,
+    PodInfo, PostFilter, PostFilterOutcome, Profile, Rejection, Snapshot, Victim,
 };
-use crate::profile::Profile;
 
 /// kube-scheduler's name for the plugin.
 pub const NAME: &str = "DefaultPreemption";

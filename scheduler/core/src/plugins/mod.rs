@@ -443,4 +443,107 @@ mod tests {
             }
         }
     }
+
+    /// InterPodAffinity and PodTopologySpread, which keep their counts across cycles, give
+    /// every node the same verdict and score as fresh instances that recompute from scratch,
+    /// while pods of several kinds are placed and removed (regression guard for issue 7's
+    /// incremental state).
+    #[test]
+    fn cached_plugins_decide_as_fresh_ones() {
+        use std::sync::Arc;
+
+        use crate::framework::{NodeInfo, PodInfo, Snapshot};
+        use crate::perf::workloads::{node as template_node, PodTemplate, MEASURED_NAMESPACE};
+
+        struct Case {
+            name: &'static str,
+            plugin: &'static str,
+            templates: Vec<PodTemplate>,
+        }
+        let cases = [
+            Case {
+                name: "required affinity and anti-affinity",
+                plugin: "InterPodAffinity",
+                templates: vec![
+                    PodTemplate::Affinity,
+                    PodTemplate::AntiAffinity,
+                    PodTemplate::Affinity,
+                    PodTemplate::Default,
+                    PodTemplate::AntiAffinity,
+                ],
+            },
+            Case {
+                name: "preferred affinity and anti-affinity",
+                plugin: "InterPodAffinity",
+                templates: vec![
+                    PodTemplate::PreferredAffinity,
+                    PodTemplate::PreferredAntiAffinity,
+                    PodTemplate::PreferredAffinity,
+                    PodTemplate::Affinity,
+                ],
+            },
+            Case {
+                name: "topology spreading",
+                plugin: "PodTopologySpread",
+                templates: vec![
+                    PodTemplate::TopologySpreading,
+                    PodTemplate::TopologySpreading,
+                    PodTemplate::Default,
+                    PodTemplate::TopologySpreading,
+                ],
+            },
+        ];
+        let verdicts = |plugin: &PluginSet, snapshot: &Snapshot, pod: &PodInfo| {
+            let mut state = crate::framework::CycleState::new();
+            if let Some(pre) = &plugin.pre_filter {
+                pre.pre_filter(&mut state, pod, snapshot)
+                    .expect("pre_filter");
+            }
+            let nodes: Vec<&NodeInfo> = snapshot.nodes().iter().collect();
+            if let Some(pre) = &plugin.pre_score {
+                pre.pre_score(&mut state, pod, snapshot, &nodes)
+                    .expect("pre_score");
+            }
+            nodes
+                .iter()
+                .map(|n| {
+                    let fit = plugin.filter.as_ref().map(|f| f.filter(&state, pod, n));
+                    let score = plugin.score.as_ref().map(|s| s.score(&state, pod, n));
+                    (n.name().to_string(), fit, score)
+                })
+                .collect::<Vec<_>>()
+        };
+        for case in cases {
+            let cached = build(case.plugin, None).expect("builds");
+            let mut snapshot = Snapshot::new();
+            for i in 0..6 {
+                snapshot.upsert_node(Arc::new(template_node(i, true)));
+            }
+            for round in 0..3 {
+                for (i, template) in case.templates.iter().enumerate() {
+                    let name = format!("p-{round}-{i}");
+                    let mut raw = template.pod(MEASURED_NAMESPACE, &name);
+                    raw.metadata.uid = name.clone();
+                    let pod = Arc::new(PodInfo::new(Arc::new(raw)));
+                    let fresh = build(case.plugin, None).expect("builds");
+                    let got = verdicts(&cached, &snapshot, &pod);
+                    let want = verdicts(&fresh, &snapshot, &pod);
+                    assert_eq!(got, want, "{}: round {round}, pod {i}", case.name);
+                    // Place it on the first node that fits (or the first node), and now and
+                    // then remove an earlier pod.
+                    let target = got
+                        .iter()
+                        .find(|(_, fit, _)| fit.as_ref().is_none_or(|f| f.is_yes()))
+                        .map_or_else(
+                            || snapshot.nodes()[0].name().to_string(),
+                            |(n, _, _)| n.clone(),
+                        );
+                    snapshot.add_pod(&target, pod);
+                    if i > 0 && (round + i) % 3 == 2 {
+                        snapshot.remove_pod(&format!("p-{round}-{}", i - 1));
+                    }
+                }
+            }
+        }
+    }
 }
