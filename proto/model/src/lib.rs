@@ -11,6 +11,8 @@
 //!   sidecars, overhead), shared by the scheduler's fit check and the agent's admission.
 //! - [`selector`]: label selectors, both the structured form and kubectl's `-l` strings.
 //! - [`validate`]: the API's validation rules, shared by the CLI and the server.
+//! - `testing` (feature `testing`): builders for pods and nodes, used by the tests of every
+//!   crate instead of ad-hoc fixtures.
 //!
 //! No network, store or runtime dependency: the compiler keeps the rules pure.
 #![warn(missing_docs)]
@@ -20,5 +22,8 @@ pub mod quantity;
 pub mod resources;
 pub mod selector;
 pub mod validate;
+
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use quantity::Quantity;

@@ -175,8 +175,10 @@ impl Score for BalancedAllocation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::build;
-    use crate::plugins::testing::{container, NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{
+        check_args, container, score_with_and_without_state, ArgsCase, Info, NodeBuilder,
+        PodBuilder,
+    };
 
     fn node_4cpu_8gi() -> NodeBuilder {
         NodeBuilder::new("n1").cpu_millis(4000).memory_mib(8192)
@@ -225,7 +227,7 @@ mod tests {
                 name: "existing pods count what they request, not the non-zero defaults",
                 args: Args::default(),
                 pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(4096),
-                node: node_4cpu_8gi().with_pod(PodBuilder::new("e").cpu_millis(1000).build()),
+                node: node_4cpu_8gi().with_pod(PodBuilder::new("e").cpu_millis(1000)),
                 want: 81,
             },
             Case {
@@ -277,87 +279,60 @@ mod tests {
                 name: "a pod that evens the node out scores above one that keeps it",
                 args: Args::default(),
                 pod: PodBuilder::new("p").memory_mib(4096),
-                node: node_4cpu_8gi().with_pod(PodBuilder::new("e").cpu_millis(2000).build()),
+                node: node_4cpu_8gi().with_pod(PodBuilder::new("e").cpu_millis(2000)),
                 want: 87,
             },
             Case {
                 name: "a best-effort pod is not scored",
                 args: Args::default(),
                 pod: PodBuilder::new("p").container(container("c", &[])),
-                node: node_4cpu_8gi().with_pod(PodBuilder::new("e").cpu_millis(3000).build()),
+                node: node_4cpu_8gi().with_pod(PodBuilder::new("e").cpu_millis(3000)),
                 want: 0,
             },
         ];
         for case in cases {
             let plugin = BalancedAllocation::try_new(case.args).expect("valid args");
-            let pod = case.pod.build();
-            let node = case.node.build();
-            let mut state = CycleState::new();
-            plugin
-                .pre_score(&mut state, &pod, &Snapshot::new(), &[&node])
-                .expect("pre_score never fails");
-            assert_eq!(
-                plugin.score(&state, &pod, &node),
-                case.want,
-                "{}",
-                case.name
+            let got = score_with_and_without_state(
+                case.name,
+                &plugin,
+                &case.pod.info(),
+                &case.node.info(),
             );
-            assert_eq!(
-                plugin.score(&CycleState::new(), &pod, &node),
-                case.want,
-                "{}: without PreScore state",
-                case.name
-            );
+            assert_eq!(got, case.want, "{}", case.name);
         }
     }
 
     #[test]
     fn args_validation() {
-        struct Case {
-            name: &'static str,
-            yaml: &'static str,
-            want_err: Option<&'static str>,
-        }
-        let cases = [
-            Case {
-                name: "defaults",
-                yaml: "{}",
-                want_err: None,
-            },
-            Case {
-                name: "weight 1 or absent",
-                yaml: "resources: [{name: cpu}, {name: memory, weight: 1}]",
-                want_err: None,
-            },
-            Case {
-                name: "other weights are rejected",
-                yaml: "resources: [{name: cpu, weight: 2}]",
-                want_err: Some("resources[0].weight: invalid value 2: must be 1"),
-            },
-            Case {
-                name: "duplicates are rejected",
-                yaml: "resources: [{name: cpu}, {name: cpu}]",
-                want_err: Some("resources[1].name: duplicate value \"cpu\""),
-            },
-            Case {
-                name: "unknown fields are rejected",
-                yaml: "resource: []",
-                want_err: Some("unknown field `resource`"),
-            },
-        ];
-        for case in cases {
-            let value: serde_yaml_ng::Value =
-                serde_yaml_ng::from_str(case.yaml).expect("test yaml parses");
-            match (build(NAME, Some(&value)), case.want_err) {
-                (Ok(_), None) => {}
-                (Err(e), Some(want)) => assert!(
-                    e.to_string().contains(want),
-                    "{}: error {e} should contain {want:?}",
-                    case.name
-                ),
-                (Ok(_), Some(want)) => panic!("{}: accepted, want {want:?}", case.name),
-                (Err(e), None) => panic!("{}: unexpected error {e}", case.name),
-            }
-        }
+        check_args(
+            NAME,
+            &[
+                ArgsCase {
+                    name: "defaults",
+                    yaml: "{}",
+                    want_err: None,
+                },
+                ArgsCase {
+                    name: "weight 1 or absent",
+                    yaml: "resources: [{name: cpu}, {name: memory, weight: 1}]",
+                    want_err: None,
+                },
+                ArgsCase {
+                    name: "other weights are rejected",
+                    yaml: "resources: [{name: cpu, weight: 2}]",
+                    want_err: Some("resources[0].weight: invalid value 2: must be 1"),
+                },
+                ArgsCase {
+                    name: "duplicates are rejected",
+                    yaml: "resources: [{name: cpu}, {name: cpu}]",
+                    want_err: Some("resources[1].name: duplicate value \"cpu\""),
+                },
+                ArgsCase {
+                    name: "unknown fields are rejected",
+                    yaml: "resource: []",
+                    want_err: Some("unknown field `resource`"),
+                },
+            ],
+        );
     }
 }

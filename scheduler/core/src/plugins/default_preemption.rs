@@ -516,8 +516,9 @@ mod tests {
     use super::*;
     use crate::cycle::{Algorithm, ScheduleOptions, ScheduleResult};
     use crate::framework::PreFilterOutcome;
-    use crate::plugins::testing::{snapshot, NodeBuilder, PodBuilder};
-    use crate::plugins::{build, parse_args};
+    use crate::plugins::testing::{
+        check_typed_args, snapshot, Info, NodeBuilder, PodBuilder, TypedArgsCase,
+    };
 
     const HOST: &str = "kubernetes.io/hostname";
     const RACK: &str = "rack";
@@ -562,7 +563,7 @@ mod tests {
     fn node(name: &str, cpu: i64, pods: Vec<PodBuilder>) -> NodeBuilder {
         pods.into_iter().fold(
             NodeBuilder::new(name).cpu_millis(cpu).label(HOST, name),
-            |n, p| n.with_pod(p.build()),
+            |n, p| n.with_pod(p),
         )
     }
 
@@ -596,7 +597,7 @@ mod tests {
     }
 
     fn never(pod: PodBuilder) -> PodInfo {
-        let mut p = pod.build_pod();
+        let mut p = pod.build();
         p.spec.preemption_policy = Some(PreemptionPolicy::Never);
         PodInfo::new(Arc::new(p))
     }
@@ -631,7 +632,7 @@ mod tests {
     }
 
     fn preempt(nodes: Vec<NodeBuilder>, budgets: Vec<DisruptionBudget>, pod: &PodInfo) -> Got {
-        let infos: Vec<NodeInfo> = nodes.into_iter().map(NodeBuilder::build).collect();
+        let infos: Vec<NodeInfo> = nodes.into_iter().map(Info::info).collect();
         let mut snap = snapshot(&infos);
         snap.set_disruption_budgets(budgets);
         let profile = Profile::default_profile();
@@ -671,7 +672,7 @@ mod tests {
                     ],
                 )],
                 budgets: vec![],
-                pod: preemptor(10, 400).build(),
+                pod: preemptor(10, 400).info(),
                 want: nominate("n1", &["d"]),
             },
             Case {
@@ -686,7 +687,7 @@ mod tests {
                     ],
                 )],
                 budgets: vec![],
-                pod: preemptor(10, 500).build(),
+                pod: preemptor(10, 500).info(),
                 want: nominate("n1", &["p1"]),
             },
             Case {
@@ -701,14 +702,14 @@ mod tests {
                     ],
                 )],
                 budgets: vec![],
-                pod: preemptor(10, 600).build(),
+                pod: preemptor(10, 600).info(),
                 want: nominate("n1", &["p3", "p1"]),
             },
             Case {
                 name: "equal priority is never preempted",
                 nodes: vec![node("n1", 1000, vec![running("peer", 10, 1000, 1)])],
                 budgets: vec![],
-                pod: preemptor(10, 500).build(),
+                pod: preemptor(10, 500).info(),
                 want: no_help(
                     "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
                 ),
@@ -721,7 +722,7 @@ mod tests {
                     vec![running("peer", 10, 500, 1), running("low", 9, 500, 2)],
                 )],
                 budgets: vec![],
-                pod: preemptor(10, 500).build(),
+                pod: preemptor(10, 500).info(),
                 want: nominate("n1", &["low"]),
             },
             Case {
@@ -739,7 +740,7 @@ mod tests {
                     vec![running("high", 20, 600, 1), running("low", 0, 400, 1)],
                 )],
                 budgets: vec![],
-                pod: preemptor(10, 500).build(),
+                pod: preemptor(10, 500).info(),
                 want: no_help("preemption: 0/1 nodes are available: 1 Insufficient cpu."),
             },
         ]);
@@ -759,7 +760,7 @@ mod tests {
                     node("n2", 1000, vec![running("mid", 5, 1000, 1)]),
                 ],
                 budgets: vec![],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: nominate("n2", &["mid"]),
             },
             Case {
@@ -769,7 +770,7 @@ mod tests {
                     node("n2", 1000, vec![running("mid", 5, 1000, 1)]).label(ZONE, "a"),
                 ],
                 budgets: vec![],
-                pod: preemptor(10, 1000).node_selector(ZONE, "a").build(),
+                pod: preemptor(10, 1000).node_selector(ZONE, "a").info(),
                 want: nominate("n2", &["mid"]),
             },
             Case {
@@ -783,7 +784,7 @@ mod tests {
                     node("n2", 1000, vec![running("low2", 0, 1000, 1)]).unschedulable(),
                 ],
                 budgets: vec![],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: no_help(
                     "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
                 ),
@@ -804,7 +805,7 @@ mod tests {
                     ),
                 ],
                 budgets: vec![],
-                pod: preemptor(10, 500).build(),
+                pod: preemptor(10, 500).info(),
                 want: no_help(
                     "preemption: 0/3 nodes are available: 1 Insufficient cpu, 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.",
                 ),
@@ -830,7 +831,7 @@ mod tests {
                     node("n2", 1000, one("mid", 5, 1)),
                 ],
                 budgets: vec![budget("db", 0)],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: nominate("n2", &["mid"]),
             },
             Case {
@@ -844,7 +845,7 @@ mod tests {
                     node("n2", 1000, one("mid", 5, 1)),
                 ],
                 budgets: vec![budget("db", 1)],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: nominate("n1", &["guarded"]),
             },
             Case {
@@ -861,7 +862,7 @@ mod tests {
                     namespace: "other".into(),
                     ..budget("db", 0)
                 }],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: nominate("n1", &["guarded"]),
             },
             Case {
@@ -871,7 +872,7 @@ mod tests {
                     node("n2", 1000, two(("a", 3, 1), ("b", 3, 2))),
                 ],
                 budgets: vec![],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: nominate("n2", &["a", "b"]),
             },
             Case {
@@ -881,7 +882,7 @@ mod tests {
                     node("n2", 1000, two(("c", 3, 1), ("d", 2, 1))),
                 ],
                 budgets: vec![],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: nominate("n2", &["c", "d"]),
             },
             Case {
@@ -891,7 +892,7 @@ mod tests {
                     node("n2", 1000, two(("a", -5, 1), ("b", -5, 1))),
                 ],
                 budgets: vec![],
-                pod: preemptor(0, 1000).build(),
+                pod: preemptor(0, 1000).info(),
                 want: nominate("n1", &["solo"]),
             },
             Case {
@@ -901,7 +902,7 @@ mod tests {
                     node("n2", 1000, one("solo", 0, 1)),
                 ],
                 budgets: vec![],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: nominate("n2", &["solo"]),
             },
             Case {
@@ -911,7 +912,7 @@ mod tests {
                     node("n2", 1000, one("newer", 1, 200)),
                 ],
                 budgets: vec![],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: nominate("n2", &["newer"]),
             },
             Case {
@@ -921,7 +922,7 @@ mod tests {
                     node("n2", 1000, two(("c", 2, 200), ("d", 1, 10))),
                 ],
                 budgets: vec![],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: nominate("n2", &["c", "d"]),
             },
             Case {
@@ -935,7 +936,7 @@ mod tests {
                     ),
                 ],
                 budgets: vec![],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: nominate("n2", &["pending"]),
             },
             Case {
@@ -945,7 +946,7 @@ mod tests {
                     node("n2", 1000, one("b", 1, 100)),
                 ],
                 budgets: vec![],
-                pod: preemptor(10, 1000).build(),
+                pod: preemptor(10, 1000).info(),
                 want: nominate("n1", &["a"]),
             },
         ]);
@@ -969,14 +970,14 @@ mod tests {
                 name: "no budget: the latest started goes",
                 nodes: nodes(),
                 budgets: vec![],
-                pod: preemptor(10, 500).build(),
+                pod: preemptor(10, 500).info(),
                 want: nominate("n1", &["protected"]),
             },
             Case {
                 name: "exhausted budget: the covered pod is reprieved first",
                 nodes: nodes(),
                 budgets: vec![budget("db", 0)],
-                pod: preemptor(10, 500).build(),
+                pod: preemptor(10, 500).info(),
                 want: nominate("n1", &["plain"]),
             },
             Case {
@@ -986,7 +987,7 @@ mod tests {
                     selector: None,
                     ..budget("db", 0)
                 }],
-                pod: preemptor(10, 500).build(),
+                pod: preemptor(10, 500).info(),
                 want: nominate("n1", &["protected"]),
             },
             Case {
@@ -1003,7 +1004,7 @@ mod tests {
                 // One disruption allowed: db-1 may go, db-2 would break the budget, so db-2
                 // is reprieved first and the next least important pods go.
                 budgets: vec![budget("db", 1)],
-                pod: preemptor(10, 600).build(),
+                pod: preemptor(10, 600).info(),
                 want: nominate("n1", &["db-1", "plain"]),
             },
         ]);
@@ -1029,7 +1030,7 @@ mod tests {
                 budgets: vec![],
                 pod: preemptor(10, 100)
                     .required_pod_anti_affinity(term("db", RACK))
-                    .build(),
+                    .info(),
                 want: nominate("n1", &["db"]),
             },
             Case {
@@ -1041,7 +1042,7 @@ mod tests {
                 budgets: vec![],
                 pod: preemptor(10, 100)
                     .required_pod_anti_affinity(term("db", RACK))
-                    .build(),
+                    .info(),
                 want: no_help(
                     "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 node(s) didn't match pod anti-affinity rules.",
                 ),
@@ -1057,7 +1058,7 @@ mod tests {
                 budgets: vec![],
                 pod: preemptor(10, 100)
                     .required_pod_anti_affinity(term("db", RACK))
-                    .build(),
+                    .info(),
                 want: no_help(
                     "preemption: 0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.",
                 ),
@@ -1073,7 +1074,7 @@ mod tests {
                     ],
                 )],
                 budgets: vec![],
-                pod: preemptor(10, 100).label("app", "web").build(),
+                pod: preemptor(10, 100).label("app", "web").info(),
                 want: nominate("n1", &["guard"]),
             },
         ]);
@@ -1130,9 +1131,9 @@ mod tests {
             },
         ];
         let profile = Profile::default_profile();
-        let pod = preemptor(10, 1000).build();
+        let pod = preemptor(10, 1000).info();
         for case in cases {
-            let infos: Vec<NodeInfo> = case.nodes.into_iter().map(NodeBuilder::build).collect();
+            let infos: Vec<NodeInfo> = case.nodes.into_iter().map(Info::info).collect();
             let snap = snapshot(&infos);
             let rejection = |code| Rejection {
                 plugin: "Fake",
@@ -1158,80 +1159,46 @@ mod tests {
 
     #[test]
     fn args_are_validated() {
-        struct Case {
-            name: &'static str,
-            args: &'static str,
-            want: Result<Args, &'static str>,
-        }
-        let cases = vec![
-            Case {
+        check_typed_args(NAME, DefaultPreemption::try_new, vec![
+            TypedArgsCase {
                 name: "defaults",
-                args: "",
+                yaml: "",
                 want: Ok(Args::default()),
             },
-            Case {
+            TypedArgsCase {
                 name: "explicit values with apiVersion and kind",
-                args: "apiVersion: kubescheduler.config.k8s.io/v1\nkind: DefaultPreemptionArgs\nminCandidateNodesPercentage: 0\nminCandidateNodesAbsolute: 5",
+                yaml: "apiVersion: kubescheduler.config.k8s.io/v1\nkind: DefaultPreemptionArgs\nminCandidateNodesPercentage: 0\nminCandidateNodesAbsolute: 5",
                 want: Ok(Args {
                     min_candidate_nodes_percentage: 0,
                     min_candidate_nodes_absolute: 5,
                 }),
             },
-            Case {
+            TypedArgsCase {
                 name: "percentage above 100",
-                args: "minCandidateNodesPercentage: 101",
+                yaml: "minCandidateNodesPercentage: 101",
                 want: Err("minCandidateNodesPercentage: 101 is not in the range 0-100"),
             },
-            Case {
+            TypedArgsCase {
                 name: "negative percentage",
-                args: "minCandidateNodesPercentage: -1",
+                yaml: "minCandidateNodesPercentage: -1",
                 want: Err("minCandidateNodesPercentage: -1 is not in the range 0-100"),
             },
-            Case {
+            TypedArgsCase {
                 name: "negative absolute",
-                args: "minCandidateNodesAbsolute: -1",
+                yaml: "minCandidateNodesAbsolute: -1",
                 want: Err("minCandidateNodesAbsolute: -1 is not in the range 0-inf"),
             },
-            Case {
+            TypedArgsCase {
                 name: "both zero",
-                args: "minCandidateNodesPercentage: 0\nminCandidateNodesAbsolute: 0",
+                yaml: "minCandidateNodesPercentage: 0\nminCandidateNodesAbsolute: 0",
                 want: Err("cannot be zero at the same time"),
             },
-            Case {
+            TypedArgsCase {
                 name: "unknown field",
-                args: "minCandidateNodes: 3",
+                yaml: "minCandidateNodes: 3",
                 want: Err("unknown field `minCandidateNodes`"),
             },
-        ];
-        for case in cases {
-            let value: Option<serde_yaml_ng::Value> = (!case.args.is_empty())
-                .then(|| serde_yaml_ng::from_str(case.args).expect("test yaml parses"));
-            let built = parse_args::<Args>(NAME, value.as_ref()).and_then(|args| {
-                DefaultPreemption::try_new(args.clone())
-                    .map(|_| args)
-                    .map_err(|e| crate::plugins::RegistryError::InvalidArgs {
-                        plugin: NAME,
-                        message: e.to_string(),
-                    })
-            });
-            match (built, &case.want) {
-                (Ok(args), Ok(want)) => assert_eq!(&args, want, "{}", case.name),
-                (Err(e), Err(want)) => assert!(
-                    e.to_string().contains(*want),
-                    "{}: error {e} should contain {want:?}",
-                    case.name
-                ),
-                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
-            }
-            // The registry validates the same way.
-            let registry = build(NAME, value.as_ref());
-            assert_eq!(
-                registry.as_ref().map(|set| set.post_filter.is_some()).ok(),
-                case.want.as_ref().ok().map(|_| true),
-                "{}: registry",
-                case.name
-            );
-        }
+        ]);
     }
 
     #[test]
@@ -1262,7 +1229,7 @@ mod tests {
                     node("n2", 1000, vec![running("low", 0, 600, 10)]),
                     node("n3", 1000, vec![running("high", 100, 600, 10)]),
                 ],
-                pod: preemptor(50, 600).build(),
+                pod: preemptor(50, 600).info(),
                 want_nomination: Some(Nomination {
                     node: "n2".into(),
                     victims: vec![Victim {
@@ -1280,14 +1247,14 @@ mod tests {
                     taint(node("n2", 1000, vec![running("low", 0, 600, 10)])),
                     taint(node("n3", 1000, vec![])),
                 ],
-                pod: preemptor(50, 600).build(),
+                pod: preemptor(50, 600).info(),
                 want_nomination: None,
                 want_message: "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.",
             },
         ];
         let profile = Profile::default_profile();
         for case in cases {
-            let infos: Vec<NodeInfo> = case.nodes.into_iter().map(NodeBuilder::build).collect();
+            let infos: Vec<NodeInfo> = case.nodes.into_iter().map(Info::info).collect();
             let snap = snapshot(&infos);
             let result =
                 Algorithm::new(1).schedule(&profile, &snap, &case.pod, &ScheduleOptions::default());

@@ -671,8 +671,9 @@ mod tests {
 
     use super::*;
     use crate::framework::Code;
-    use crate::plugins::parse_args;
-    use crate::plugins::testing::{NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{
+        check_typed_args, scores, Info, NodeBuilder, PodBuilder, TypedArgsCase,
+    };
 
     const ZONE: &str = "topology.kubernetes.io/zone";
     const HOST: &str = "kubernetes.io/hostname";
@@ -743,10 +744,10 @@ mod tests {
             snap.set_namespace(ns, labels(pairs));
         }
         for n in nodes {
-            snap.upsert_node(Arc::new(n.clone().build_node()));
+            snap.upsert_node(Arc::new(n.clone().build()));
         }
         for (node_name, p) in existing {
-            let pod = p.clone().node_name(node_name).build();
+            let pod = p.clone().node_name(node_name).info();
             assert!(
                 snap.add_pod(node_name, Arc::new(pod)),
                 "unknown node {node_name}"
@@ -1008,7 +1009,7 @@ mod tests {
         let plugin = InterPodAffinity::default();
         for case in cases {
             let snap = snapshot(&case.namespaces, &case.nodes, &case.existing);
-            let pod = case.pod.build();
+            let pod = case.pod.info();
             let mut state = CycleState::new();
             let outcome = plugin
                 .pre_filter(&mut state, &pod, &snap)
@@ -1088,7 +1089,7 @@ mod tests {
         let plugin = InterPodAffinity::default();
         for case in cases {
             let snap = snapshot(&[], &three_nodes(), &case.existing);
-            let pod = case.pod.build();
+            let pod = case.pod.info();
             let mut state = CycleState::new();
             plugin
                 .pre_filter(&mut state, &pod, &snap)
@@ -1108,7 +1109,7 @@ mod tests {
                 }
                 Step::Add(node_name, p) => {
                     let node = snap.node(node_name).expect("node");
-                    plugin.add_pod(&mut state, &pod, &p.build(), node, &snap);
+                    plugin.add_pod(&mut state, &pod, &p.info(), node, &snap);
                 }
             }
             let after = run_filter(&plugin, &state, &pod, &snap);
@@ -1124,7 +1125,7 @@ mod tests {
         let pod = web()
             .required_pod_affinity(term(&[("app", "db")], ZONE))
             .required_pod_anti_affinity(term(&[("app", "db")], HOST))
-            .build();
+            .info();
         let mut state = CycleState::new();
         plugin
             .pre_filter(&mut state, &pod, &snap)
@@ -1132,7 +1133,7 @@ mod tests {
         let initial = state.get::<PreFilterState>().expect("state").clone();
         let other = db("db-2")
             .required_pod_anti_affinity(term(&[("app", "web")], ZONE))
-            .build();
+            .info();
         let node = snap.node("n3").expect("node");
         plugin.add_pod(&mut state, &pod, &other, node, &snap);
         let added = state.get::<PreFilterState>().expect("state").clone();
@@ -1325,19 +1326,12 @@ mod tests {
             let plugin = InterPodAffinity::try_new(case.args.clone())
                 .unwrap_or_else(|e| panic!("{}: {e}", case.name));
             let snap = snapshot(&case.namespaces, &three_nodes(), &case.existing);
-            let pod = case.pod.build();
-            let mut state = CycleState::new();
+            let pod = case.pod.info();
             let feasible: Vec<&NodeInfo> = snap.nodes().iter().collect();
-            plugin
-                .pre_score(&mut state, &pod, &snap, &feasible)
+            let (raw, normalized) = scores(&plugin, &pod, &snap, &feasible)
                 .unwrap_or_else(|e| panic!("{}: {e}", case.name));
-            let mut scores: Vec<i64> = feasible
-                .iter()
-                .map(|n| plugin.score(&state, &pod, n))
-                .collect();
-            assert_eq!(scores, case.raw.to_vec(), "{}: raw", case.name);
-            plugin.normalize(&state, &pod, &mut scores);
-            assert_eq!(scores, case.want.to_vec(), "{}: normalized", case.name);
+            assert_eq!(raw, case.raw.to_vec(), "{}: raw", case.name);
+            assert_eq!(normalized, case.want.to_vec(), "{}: normalized", case.name);
         }
     }
 
@@ -1370,7 +1364,7 @@ mod tests {
         let mut topology_score = TopologyCounts::default();
         topology_score.add(ZONE, "a", 1);
         state.insert(PreScoreState { topology_score });
-        let pod = web().build();
+        let pod = web().info();
         for case in cases {
             let mut scores = case.raw.clone();
             plugin.normalize(&state, &pod, &mut scores);
@@ -1380,62 +1374,35 @@ mod tests {
 
     #[test]
     fn args() {
-        struct Case {
-            name: &'static str,
-            yaml: Option<&'static str>,
-            want: Result<Args, &'static str>,
-        }
-        let cases = vec![
-            Case {
+        check_typed_args(NAME, InterPodAffinity::try_new, vec![
+            TypedArgsCase {
                 name: "absent args take kube's defaults",
-                yaml: None,
+                yaml: "",
                 want: Ok(Args::default()),
             },
-            Case {
+            TypedArgsCase {
                 name: "both fields, with apiVersion and kind",
-                yaml: Some(
-                    "apiVersion: kubescheduler.config.k8s.io/v1\nkind: InterPodAffinityArgs\nhardPodAffinityWeight: 7\nignorePreferredTermsOfExistingPods: true\n",
-                ),
+                yaml: "apiVersion: kubescheduler.config.k8s.io/v1\nkind: InterPodAffinityArgs\nhardPodAffinityWeight: 7\nignorePreferredTermsOfExistingPods: true\n",
                 want: Ok(Args {
                     hard_pod_affinity_weight: 7,
                     ignore_preferred_terms_of_existing_pods: true,
                 }),
             },
-            Case {
+            TypedArgsCase {
                 name: "weight above 100",
-                yaml: Some("hardPodAffinityWeight: 101\n"),
+                yaml: "hardPodAffinityWeight: 101\n",
                 want: Err("hardPodAffinityWeight: 101 is not in the range 0-100"),
             },
-            Case {
+            TypedArgsCase {
                 name: "negative weight",
-                yaml: Some("hardPodAffinityWeight: -1\n"),
+                yaml: "hardPodAffinityWeight: -1\n",
                 want: Err("hardPodAffinityWeight: -1 is not in the range 0-100"),
             },
-            Case {
+            TypedArgsCase {
                 name: "unknown field",
-                yaml: Some("hardPodAffinityWieght: 1\n"),
+                yaml: "hardPodAffinityWieght: 1\n",
                 want: Err("unknown field `hardPodAffinityWieght`"),
             },
-        ];
-        for case in cases {
-            let value: Option<serde_yaml_ng::Value> = case
-                .yaml
-                .map(|y| serde_yaml_ng::from_str(y).expect("valid yaml"));
-            let got = parse_args::<Args>(NAME, value.as_ref()).and_then(|args| {
-                InterPodAffinity::try_new(args.clone())
-                    .map(|_| args)
-                    .map_err(|e| crate::plugins::RegistryError::InvalidArgs {
-                        plugin: NAME,
-                        message: e.to_string(),
-                    })
-            });
-            match (got, case.want) {
-                (Ok(got), Ok(want)) => assert_eq!(got, want, "{}", case.name),
-                (Err(e), Err(want)) => {
-                    assert!(e.to_string().contains(want), "{}: {e}", case.name)
-                }
-                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
-            }
-        }
+        ]);
     }
 }

@@ -379,68 +379,58 @@ mod tests {
 
     #[test]
     fn registry_rejects_unknown_names_and_bad_args() {
-        struct Case {
-            name: &'static str,
-            plugin: &'static str,
-            args: &'static str,
-            want_err: Option<&'static str>,
-        }
         let cases = [
-            Case {
-                name: "unknown plugin",
-                plugin: "NoSuchPlugin",
-                args: "",
-                want_err: Some("unknown plugin \"NoSuchPlugin\""),
-            },
-            Case {
-                name: "unknown field is an error",
-                plugin: node_resources_fit::NAME,
-                args: "scoringStrategee: {}",
-                want_err: Some("unknown field `scoringStrategee`"),
-            },
-            Case {
-                name: "apiVersion and kind are accepted",
-                plugin: node_resources_fit::NAME,
-                args: "apiVersion: kubescheduler.config.k8s.io/v1\nkind: NodeResourcesFitArgs\n",
-                want_err: None,
-            },
-            Case {
-                name: "wrong kind",
-                plugin: node_resources_fit::NAME,
-                args: "kind: NodeAffinityArgs\n",
-                want_err: Some("expected \"NodeResourcesFitArgs\""),
-            },
-            Case {
-                name: "invalid weight after parsing",
-                plugin: node_resources_fit::NAME,
-                args:
-                    "scoringStrategy: {type: MostAllocated, resources: [{name: cpu, weight: 101}]}",
-                want_err: Some("scoringStrategy.resources[0].weight"),
-            },
-            Case {
-                name: "args of a plugin without args are ignored",
-                plugin: node_name::NAME,
-                args: "whatever: 1",
-                want_err: None,
-            },
+            (
+                "NoSuchPlugin",
+                testing::ArgsCase {
+                    name: "unknown plugin",
+                    yaml: "",
+                    want_err: Some("unknown plugin \"NoSuchPlugin\""),
+                },
+            ),
+            (
+                node_resources_fit::NAME,
+                testing::ArgsCase {
+                    name: "unknown field is an error",
+                    yaml: "scoringStrategee: {}",
+                    want_err: Some("unknown field `scoringStrategee`"),
+                },
+            ),
+            (
+                node_resources_fit::NAME,
+                testing::ArgsCase {
+                    name: "apiVersion and kind are accepted",
+                    yaml: "apiVersion: kubescheduler.config.k8s.io/v1\nkind: NodeResourcesFitArgs\n",
+                    want_err: None,
+                },
+            ),
+            (
+                node_resources_fit::NAME,
+                testing::ArgsCase {
+                    name: "wrong kind",
+                    yaml: "kind: NodeAffinityArgs\n",
+                    want_err: Some("expected \"NodeResourcesFitArgs\""),
+                },
+            ),
+            (
+                node_resources_fit::NAME,
+                testing::ArgsCase {
+                    name: "invalid weight after parsing",
+                    yaml: "scoringStrategy: {type: MostAllocated, resources: [{name: cpu, weight: 101}]}",
+                    want_err: Some("scoringStrategy.resources[0].weight"),
+                },
+            ),
+            (
+                node_name::NAME,
+                testing::ArgsCase {
+                    name: "args of a plugin without args are ignored",
+                    yaml: "whatever: 1",
+                    want_err: None,
+                },
+            ),
         ];
-        for case in cases {
-            let value: Option<serde_yaml_ng::Value> = if case.args.is_empty() {
-                None
-            } else {
-                Some(serde_yaml_ng::from_str(case.args).expect("test yaml parses"))
-            };
-            let got = build(case.plugin, value.as_ref());
-            match (got, case.want_err) {
-                (Ok(_), None) => {}
-                (Err(e), Some(want)) => assert!(
-                    e.to_string().contains(want),
-                    "{}: error {e:?} should contain {want:?}",
-                    case.name
-                ),
-                (Ok(_), Some(want)) => panic!("{}: built, want error {want:?}", case.name),
-                (Err(e), None) => panic!("{}: unexpected error {e}", case.name),
-            }
+        for (plugin, case) in cases {
+            testing::check_args(plugin, &[case]);
         }
     }
 

@@ -516,8 +516,7 @@ impl Score for NodeAffinityPlugin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::build;
-    use crate::plugins::testing::{NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{check_args, scores, ArgsCase, Info, NodeBuilder, PodBuilder};
 
     fn req(key: &str, op: NodeSelectorOperator, values: &[&str]) -> NodeSelectorRequirement {
         NodeSelectorRequirement {
@@ -798,8 +797,8 @@ mod tests {
         ];
         let plugin = NodeAffinityPlugin::default();
         for case in cases {
-            let pod = case.pod.build();
-            let node = case.node.build();
+            let pod = case.pod.info();
+            let node = case.node.info();
             let got = run_filter(&plugin, &pod, &node);
             assert_eq!(got.is_yes(), case.want, "{}: {got:?}", case.name);
             if let Fit::No(r) = &got {
@@ -821,8 +820,8 @@ mod tests {
 
     #[test]
     fn filter_reason_is_kubes() {
-        let pod = PodBuilder::new("p").node_selector("disk", "ssd").build();
-        let node = NodeBuilder::new("n1").build();
+        let pod = PodBuilder::new("p").node_selector("disk", "ssd").info();
+        let node = NodeBuilder::new("n1").info();
         assert_eq!(
             run_filter(&NodeAffinityPlugin::default(), &pod, &node),
             Fit::No(Rejection::unresolvable(NAME, REASON_POD))
@@ -901,7 +900,7 @@ mod tests {
             if let Some(terms) = case.terms {
                 pod = pod.required_node_terms(terms);
             }
-            let pod = pod.build();
+            let pod = pod.info();
             let got = NodeAffinityPlugin::default()
                 .pre_filter(&mut CycleState::new(), &pod, &Snapshot::new())
                 .expect("pre_filter never fails");
@@ -960,25 +959,17 @@ addedAffinity:
         ];
         let pod = PodBuilder::new("p")
             .preferred_node_term(5, term(vec![req("zone", In, &["a"])]))
-            .build();
+            .info();
         for case in cases {
-            let node = case.node.build();
+            let node = case.node.info();
             assert_eq!(
                 run_filter(&plugin, &pod, &node),
                 case.want_fit,
                 "{}",
                 case.name
             );
-            let mut state = CycleState::new();
-            plugin
-                .pre_score(&mut state, &pod, &Snapshot::new(), &[&node])
-                .expect("valid terms");
-            assert_eq!(
-                plugin.score(&state, &pod, &node),
-                case.want_score,
-                "{}",
-                case.name
-            );
+            let (raw, _) = scores(&plugin, &pod, &Snapshot::new(), &[&node]).expect("valid terms");
+            assert_eq!(raw, vec![case.want_score], "{}", case.name);
         }
     }
 
@@ -1050,20 +1041,13 @@ addedAffinity:
             for (w, t) in case.preferred {
                 pod = pod.preferred_node_term(w, t);
             }
-            let pod = pod.build();
-            let nodes: Vec<NodeInfo> = case.nodes.into_iter().map(NodeBuilder::build).collect();
+            let pod = pod.info();
+            let nodes: Vec<NodeInfo> = case.nodes.into_iter().map(Info::info).collect();
             let feasible: Vec<&NodeInfo> = nodes.iter().collect();
-            let mut state = CycleState::new();
-            plugin
-                .pre_score(&mut state, &pod, &Snapshot::new(), &feasible)
-                .expect("valid terms");
-            let mut scores: Vec<i64> = nodes
-                .iter()
-                .map(|n| plugin.score(&state, &pod, n))
-                .collect();
-            assert_eq!(scores, case.want_raw, "{}: raw", case.name);
-            plugin.normalize(&state, &pod, &mut scores);
-            assert_eq!(scores, case.want, "{}: normalized", case.name);
+            let (raw, normalized) =
+                scores(&plugin, &pod, &Snapshot::new(), &feasible).expect("valid terms");
+            assert_eq!(raw, case.want_raw, "{}: raw", case.name);
+            assert_eq!(normalized, case.want, "{}: normalized", case.name);
         }
     }
 
@@ -1074,7 +1058,7 @@ addedAffinity:
                 10,
                 term(vec![req("cores", NodeSelectorOperator::Gt, &["many"])]),
             )
-            .build();
+            .info();
         let err = NodeAffinityPlugin::default()
             .pre_score(&mut CycleState::new(), &pod, &Snapshot::new(), &[])
             .expect_err("an unparsable Gt value is an error");
@@ -1083,54 +1067,35 @@ addedAffinity:
 
     #[test]
     fn args_validation() {
-        struct Case {
-            name: &'static str,
-            yaml: &'static str,
-            want_err: Option<&'static str>,
-        }
-        let cases = [
-            Case { name: "no args", yaml: "{}", want_err: None },
-            Case {
+        check_args(NAME, &[
+            ArgsCase { name: "no args", yaml: "{}", want_err: None },
+            ArgsCase {
                 name: "invalid Gt value in added required terms",
                 yaml: "addedAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Gt, values: [x]}]}]}}",
                 want_err: Some("addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]: for 'Gt', 'Lt' operators, the value must be an integer"),
             },
-            Case {
+            ArgsCase {
                 name: "Exists with values in added preferred terms",
                 yaml: "addedAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, preference: {matchExpressions: [{key: a, operator: Exists, values: [x]}]}}]}",
                 want_err: Some("values set must be empty for exists and does not exist"),
             },
-            Case {
+            ArgsCase {
                 name: "matchFields with two values",
                 yaml: "addedAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [a, b]}]}]}}",
                 want_err: Some("unexpected number of value (2)"),
             },
-            Case {
+            ArgsCase {
                 name: "unknown field",
                 yaml: "addedAffinities: {}",
                 want_err: Some("unknown field `addedAffinities`"),
             },
-        ];
-        for case in cases {
-            let value: serde_yaml_ng::Value =
-                serde_yaml_ng::from_str(case.yaml).expect("test yaml parses");
-            match (build(NAME, Some(&value)), case.want_err) {
-                (Ok(_), None) => {}
-                (Err(e), Some(want)) => assert!(
-                    e.to_string().contains(want),
-                    "{}: error {e} should contain {want:?}",
-                    case.name
-                ),
-                (Ok(_), Some(want)) => panic!("{}: accepted, want {want:?}", case.name),
-                (Err(e), None) => panic!("{}: unexpected error {e}", case.name),
-            }
-        }
+        ]);
     }
 
     #[test]
     fn node_matches_selector_terms_is_reusable() {
         use NodeSelectorOperator::*;
-        let node = NodeBuilder::new("n1").label("zone", "a").build_node();
+        let node = NodeBuilder::new("n1").label("zone", "a").build();
         assert!(node_matches_selector_terms(
             &[term(vec![req("zone", In, &["a"])])],
             &node

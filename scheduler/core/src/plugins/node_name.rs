@@ -32,7 +32,7 @@ impl Filter for NodeName {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testing::{NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{Info, NodeBuilder, PodBuilder};
 
     #[test]
     fn filter_matches_the_requested_node_only() {
@@ -63,8 +63,8 @@ mod tests {
             },
         ];
         for case in cases {
-            let pod = PodBuilder::new("p").node_name(case.pod_node_name).build();
-            let node = NodeBuilder::new(case.node).build();
+            let pod = PodBuilder::new("p").node_name(case.pod_node_name).info();
+            let node = NodeBuilder::new(case.node).info();
             assert_eq!(
                 NodeName.filter(&CycleState::new(), &pod, &node),
                 case.want,

@@ -722,8 +722,11 @@ impl Score for NodeResourcesFit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testing::{container, NodeBuilder, PodBuilder};
-    use crate::plugins::{build, parse_args};
+    use crate::plugins::parse_args;
+    use crate::plugins::testing::{
+        check_args, container, score_with_and_without_state, ArgsCase, Info, NodeBuilder,
+        PodBuilder,
+    };
 
     const MIB: i64 = 1024 * 1024;
 
@@ -764,28 +767,28 @@ mod tests {
                 name: "fits with room to spare",
                 args: Args::default(),
                 pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(1024),
-                node: node_4cpu_8gi().with_pod(existing.clone().build()),
+                node: node_4cpu_8gi().with_pod(existing.clone()),
                 want: None,
             },
             Case {
                 name: "an exact fit passes",
                 args: Args::default(),
                 pod: PodBuilder::new("p").cpu_millis(3000).memory_mib(6144),
-                node: node_4cpu_8gi().with_pod(existing.clone().build()),
+                node: node_4cpu_8gi().with_pod(existing.clone()),
                 want: None,
             },
             Case {
                 name: "one millicore too many",
                 args: Args::default(),
                 pod: PodBuilder::new("p").cpu_millis(3001),
-                node: node_4cpu_8gi().with_pod(existing.clone().build()),
+                node: node_4cpu_8gi().with_pod(existing.clone()),
                 want: Some((vec!["Insufficient cpu"], Unschedulable)),
             },
             Case {
                 name: "cpu and memory both listed",
                 args: Args::default(),
                 pod: PodBuilder::new("p").cpu_millis(3500).memory_mib(7000),
-                node: node_4cpu_8gi().with_pod(existing.clone().build()),
+                node: node_4cpu_8gi().with_pod(existing.clone()),
                 want: Some((
                     vec!["Insufficient cpu", "Insufficient memory"],
                     Unschedulable,
@@ -802,7 +805,7 @@ mod tests {
                 name: "pod slots full rejects even an empty pod",
                 args: Args::default(),
                 pod: PodBuilder::new("p"),
-                node: node_4cpu_8gi().pods(1).with_pod(existing.clone().build()),
+                node: node_4cpu_8gi().pods(1).with_pod(existing.clone()),
                 want: Some((vec!["Too many pods"], Unschedulable)),
             },
             Case {
@@ -824,7 +827,7 @@ mod tests {
                 node: node_4cpu_8gi()
                     .pods(1)
                     .allocatable("ephemeral-storage", "1Gi")
-                    .with_pod(existing.clone().build()),
+                    .with_pod(existing.clone()),
                 want: Some((
                     vec![
                         "Too many pods",
@@ -853,11 +856,7 @@ mod tests {
                 pod: PodBuilder::new("p").request("example.com/gpu", "1"),
                 node: node_4cpu_8gi()
                     .allocatable("example.com/gpu", "2")
-                    .with_pod(
-                        PodBuilder::new("gpu-user")
-                            .request("example.com/gpu", "2")
-                            .build(),
-                    ),
+                    .with_pod(PodBuilder::new("gpu-user").request("example.com/gpu", "2")),
                 want: Some((vec!["Insufficient example.com/gpu"], Unschedulable)),
             },
             Case {
@@ -917,8 +916,8 @@ mod tests {
         ];
         for case in cases {
             let plugin = NodeResourcesFit::try_new(case.args).expect("valid args");
-            let pod = case.pod.build();
-            let node = case.node.build();
+            let pod = case.pod.info();
+            let node = case.node.info();
             let got = filter(&plugin, &pod, &node);
             let want = match case.want {
                 None => Fit::Yes,
@@ -1019,7 +1018,7 @@ mod tests {
         ];
         let plugin = default_plugin();
         for case in cases {
-            let pod = case.pod.build();
+            let pod = case.pod.info();
             assert_eq!(
                 pod.requests.milli_cpu, case.want_cpu_millis,
                 "{}: cpu",
@@ -1039,7 +1038,7 @@ mod tests {
             let exact = NodeBuilder::new("exact")
                 .allocatable("cpu", &format!("{}m", case.want_cpu_millis))
                 .allocatable("memory", &case.want_memory.to_string())
-                .build();
+                .info();
             assert_eq!(
                 filter(&plugin, &pod, &exact),
                 Fit::Yes,
@@ -1050,7 +1049,7 @@ mod tests {
                 let smaller = NodeBuilder::new("smaller")
                     .allocatable("cpu", &format!("{}m", case.want_cpu_millis - 1))
                     .allocatable("memory", &case.want_memory.to_string())
-                    .build();
+                    .info();
                 let got = filter(&plugin, &pod, &smaller);
                 assert!(
                     matches!(&got, Fit::No(r) if r.reasons == vec![Cow::Borrowed(REASON_INSUFFICIENT_CPU)]),
@@ -1126,7 +1125,7 @@ mod tests {
                 args: Args::default(),
                 pod: PodBuilder::new("p").cpu_millis(1000).memory_mib(2048),
                 node: node_4cpu_8gi()
-                    .with_pod(PodBuilder::new("be").container(container("c", &[])).build()),
+                    .with_pod(PodBuilder::new("be").container(container("c", &[]))),
                 want: 72,
             },
             Case {
@@ -1183,7 +1182,7 @@ mod tests {
                 pod: PodBuilder::new("p").cpu_millis(2000).memory_mib(4096),
                 node: node_4cpu_8gi()
                     .allocatable("example.com/gpu", "4")
-                    .with_pod(PodBuilder::new("g").request("example.com/gpu", "4").build()),
+                    .with_pod(PodBuilder::new("g").request("example.com/gpu", "4")),
                 // Only cpu and memory, where the existing pod's container counts its
                 // defaults of 100m and 200Mi: (4000-2100)*100/4000 = 47 and
                 // (8192-4296)*100/8192 = 47.
@@ -1274,121 +1273,90 @@ mod tests {
         for case in cases {
             let plugin = NodeResourcesFit::try_new(case.args)
                 .unwrap_or_else(|e| panic!("{}: {e}", case.name));
-            let pod = case.pod.build();
-            let node = case.node.build();
-            let mut state = CycleState::new();
-            plugin
-                .pre_score(&mut state, &pod, &Snapshot::new(), &[&node])
-                .expect("pre_score never fails");
-            assert_eq!(
-                plugin.score(&state, &pod, &node),
-                case.want,
-                "{}",
-                case.name
+            let got = score_with_and_without_state(
+                case.name,
+                &plugin,
+                &case.pod.info(),
+                &case.node.info(),
             );
-            assert_eq!(
-                plugin.score(&CycleState::new(), &pod, &node),
-                case.want,
-                "{}: without PreScore state",
-                case.name
-            );
+            assert_eq!(got, case.want, "{}", case.name);
         }
     }
 
     #[test]
     fn args_defaults_and_validation() {
-        struct Case {
-            name: &'static str,
-            yaml: &'static str,
-            want_err: Option<&'static str>,
-        }
-        let cases = [
-            Case {
+        check_args(NAME, &[
+            ArgsCase {
                 name: "empty args",
                 yaml: "{}",
                 want_err: None,
             },
-            Case {
+            ArgsCase {
                 name: "strategy without resources gets cpu and memory",
                 yaml: "scoringStrategy: {type: MostAllocated}",
                 want_err: None,
             },
-            Case {
+            ArgsCase {
                 name: "type is required",
                 yaml: "scoringStrategy: {resources: [{name: cpu, weight: 1}]}",
                 want_err: Some("missing field `type`"),
             },
-            Case {
+            ArgsCase {
                 name: "unknown type",
                 yaml: "scoringStrategy: {type: Balanced}",
                 want_err: Some("unknown variant `Balanced`"),
             },
-            Case {
+            ArgsCase {
                 name: "weight above 100",
                 yaml: "scoringStrategy: {type: LeastAllocated, resources: [{name: cpu, weight: 101}]}",
                 want_err: Some("scoringStrategy.resources[0].weight: invalid value 101: resource weight of cpu not in valid range (0, 100]"),
             },
-            Case {
+            ArgsCase {
                 name: "negative weight",
                 yaml: "scoringStrategy: {type: LeastAllocated, resources: [{name: cpu, weight: -1}]}",
                 want_err: Some("scoringStrategy.resources[0].weight"),
             },
-            Case {
+            ArgsCase {
                 name: "RTC without its parameters",
                 yaml: "scoringStrategy: {type: RequestedToCapacityRatio}",
                 want_err: Some("must be specified when type is RequestedToCapacityRatio"),
             },
-            Case {
+            ArgsCase {
                 name: "RTC with an empty shape",
                 yaml: "scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: []}}",
                 want_err: Some("at least one point must be specified"),
             },
-            Case {
+            ArgsCase {
                 name: "RTC shape out of order",
                 yaml: "scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: [{utilization: 50, score: 1}, {utilization: 50, score: 2}]}}",
                 want_err: Some("shape[1].utilization: invalid value 50: values must be sorted in increasing order"),
             },
-            Case {
+            ArgsCase {
                 name: "RTC score above 10",
                 yaml: "scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: [{utilization: 0, score: 11}]}}",
                 want_err: Some("shape[0].score: invalid value 11: not in valid range [0, 10]"),
             },
-            Case {
+            ArgsCase {
                 name: "RTC utilization above 100",
                 yaml: "scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: [{utilization: 101, score: 1}]}}",
                 want_err: Some("shape[0].utilization: invalid value 101: not in valid range [0, 100]"),
             },
-            Case {
+            ArgsCase {
                 name: "RTC parameters with another strategy",
                 yaml: "scoringStrategy: {type: MostAllocated, requestedToCapacityRatio: {shape: [{utilization: 0, score: 1}]}}",
                 want_err: Some("must be nil when type is not RequestedToCapacityRatio"),
             },
-            Case {
+            ArgsCase {
                 name: "ignored resources accepted",
                 yaml: "ignoredResources: [example.com/gpu]\nignoredResourceGroups: [example.com]",
                 want_err: None,
             },
-            Case {
+            ArgsCase {
                 name: "resource group with a slash",
                 yaml: "ignoredResourceGroups: [example.com/gpu]",
                 want_err: Some("ignoredResourceGroups[0]: invalid value \"example.com/gpu\": resource group name can't contain '/'"),
             },
-        ];
-        for case in cases {
-            let value: serde_yaml_ng::Value =
-                serde_yaml_ng::from_str(case.yaml).expect("test yaml parses");
-            let got = build(NAME, Some(&value));
-            match (got, case.want_err) {
-                (Ok(_), None) => {}
-                (Err(e), Some(want)) => assert!(
-                    e.to_string().contains(want),
-                    "{}: error {e} should contain {want:?}",
-                    case.name
-                ),
-                (Ok(_), Some(want)) => panic!("{}: accepted, want {want:?}", case.name),
-                (Err(e), None) => panic!("{}: unexpected error {e}", case.name),
-            }
-        }
+        ]);
     }
 
     #[test]

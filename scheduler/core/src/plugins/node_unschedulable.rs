@@ -51,7 +51,9 @@ impl Filter for NodeUnschedulable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testing::{equal_toleration, exists_toleration, NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{
+        equal_toleration, exists_toleration, Info, NodeBuilder, PodBuilder,
+    };
     use berth_model::model::Toleration;
 
     #[test]
@@ -118,12 +120,12 @@ mod tests {
             for t in case.tolerations {
                 pod = pod.toleration(t);
             }
-            let pod = pod.build();
+            let pod = pod.info();
             let mut node = NodeBuilder::new("n1");
             if case.cordoned {
                 node = node.unschedulable();
             }
-            let node = node.build();
+            let node = node.info();
             assert_eq!(
                 NodeUnschedulable.filter(&CycleState::new(), &pod, &node),
                 case.want,

@@ -621,8 +621,9 @@ mod tests {
 
     use super::*;
     use crate::framework::Code;
-    use crate::plugins::parse_args;
-    use crate::plugins::testing::{exists_toleration, NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{
+        check_typed_args, exists_toleration, scores, Info, NodeBuilder, PodBuilder, TypedArgsCase,
+    };
 
     const ZONE: &str = LABEL_TOPOLOGY_ZONE;
     const HOST: &str = LABEL_HOSTNAME;
@@ -686,10 +687,10 @@ mod tests {
     fn snapshot(nodes: &[NodeBuilder], existing: &[(&str, PodBuilder)]) -> Snapshot {
         let mut snap = Snapshot::new();
         for n in nodes {
-            snap.upsert_node(Arc::new(n.clone().build_node()));
+            snap.upsert_node(Arc::new(n.clone().build()));
         }
         for (node_name, p) in existing {
-            let pod = p.clone().node_name(node_name).build();
+            let pod = p.clone().node_name(node_name).info();
             assert!(
                 snap.add_pod(node_name, Arc::new(pod)),
                 "unknown node {node_name}"
@@ -960,7 +961,7 @@ mod tests {
         let plugin = PodTopologySpread::default();
         for case in cases {
             let snap = snapshot(&case.nodes, &case.existing);
-            let pod = case.pod.build();
+            let pod = case.pod.info();
             let mut state = CycleState::new();
             let outcome = plugin
                 .pre_filter(&mut state, &pod, &snap)
@@ -1031,7 +1032,7 @@ mod tests {
         ];
         for case in cases {
             let snap = snapshot(&nodes, &[("a1", web("web-1"))]);
-            let pod = case.pod.build();
+            let pod = case.pod.info();
             let mut state = CycleState::new();
             plugin
                 .pre_filter(&mut state, &pod, &snap)
@@ -1051,7 +1052,7 @@ mod tests {
                 }
                 Step::Add(node_name, p) => {
                     let node = snap.node(node_name).expect("node");
-                    let added = Arc::new(p.clone().node_name(node_name).build());
+                    let added = Arc::new(p.clone().node_name(node_name).info());
                     plugin.add_pod(&mut state, &pod, &added, node, &snap);
                     (*node_name, added)
                 }
@@ -1287,44 +1288,30 @@ mod tests {
             let plugin = PodTopologySpread::try_new(case.args.clone())
                 .unwrap_or_else(|e| panic!("{}: {e}", case.name));
             let snap = snapshot(&case.nodes, &case.existing);
-            let pod = case.pod.build();
+            let pod = case.pod.info();
             let feasible: Vec<&NodeInfo> = case
                 .feasible
                 .iter()
                 .map(|n| snap.node(n).expect("feasible node exists"))
                 .collect();
-            let mut state = CycleState::new();
-            plugin
-                .pre_score(&mut state, &pod, &snap, &feasible)
+            let (raw, normalized) = scores(&plugin, &pod, &snap, &feasible)
                 .unwrap_or_else(|e| panic!("{}: {e}", case.name));
-            let mut scores: Vec<i64> = feasible
-                .iter()
-                .map(|n| plugin.score(&state, &pod, n))
-                .collect();
-            assert_eq!(scores, case.raw, "{}: raw", case.name);
-            plugin.normalize(&state, &pod, &mut scores);
-            assert_eq!(scores, case.want, "{}: normalized", case.name);
+            assert_eq!(raw, case.raw, "{}: raw", case.name);
+            assert_eq!(normalized, case.want, "{}: normalized", case.name);
         }
     }
 
     #[test]
     fn args() {
-        struct Case {
-            name: &'static str,
-            yaml: Option<&'static str>,
-            want: Result<Args, &'static str>,
-        }
-        let cases = vec![
-            Case {
+        check_typed_args(NAME, PodTopologySpread::try_new, vec![
+            TypedArgsCase {
                 name: "absent args: System defaulting",
-                yaml: None,
+                yaml: "",
                 want: Ok(Args::default()),
             },
-            Case {
+            TypedArgsCase {
                 name: "a List of default constraints",
-                yaml: Some(
-                    "kind: PodTopologySpreadArgs\ndefaultingType: List\ndefaultConstraints:\n- maxSkew: 2\n  topologyKey: topology.kubernetes.io/zone\n  whenUnsatisfiable: ScheduleAnyway\n",
-                ),
+                yaml: "kind: PodTopologySpreadArgs\ndefaultingType: List\ndefaultConstraints:\n- maxSkew: 2\n  topologyKey: topology.kubernetes.io/zone\n  whenUnsatisfiable: ScheduleAnyway\n",
                 want: Ok(Args {
                     default_constraints: vec![TopologySpreadConstraint {
                         label_selector: None,
@@ -1333,59 +1320,31 @@ mod tests {
                     defaulting_type: DefaultingType::List,
                 }),
             },
-            Case {
+            TypedArgsCase {
                 name: "System defaulting takes no list",
-                yaml: Some(
-                    "defaultConstraints:\n- maxSkew: 2\n  topologyKey: zone\n  whenUnsatisfiable: ScheduleAnyway\n",
-                ),
+                yaml: "defaultConstraints:\n- maxSkew: 2\n  topologyKey: zone\n  whenUnsatisfiable: ScheduleAnyway\n",
                 want: Err("defaultingType: must be List when defaultConstraints are set"),
             },
-            Case {
+            TypedArgsCase {
                 name: "a default constraint may not have a selector",
-                yaml: Some(
-                    "defaultingType: List\ndefaultConstraints:\n- maxSkew: 2\n  topologyKey: zone\n  whenUnsatisfiable: ScheduleAnyway\n  labelSelector: {matchLabels: {app: web}}\n",
-                ),
+                yaml: "defaultingType: List\ndefaultConstraints:\n- maxSkew: 2\n  topologyKey: zone\n  whenUnsatisfiable: ScheduleAnyway\n  labelSelector: {matchLabels: {app: web}}\n",
                 want: Err("defaultConstraints[0].labelSelector"),
             },
-            Case {
+            TypedArgsCase {
                 name: "maxSkew at least 1",
-                yaml: Some(
-                    "defaultingType: List\ndefaultConstraints:\n- maxSkew: 0\n  topologyKey: zone\n  whenUnsatisfiable: ScheduleAnyway\n",
-                ),
+                yaml: "defaultingType: List\ndefaultConstraints:\n- maxSkew: 0\n  topologyKey: zone\n  whenUnsatisfiable: ScheduleAnyway\n",
                 want: Err("defaultConstraints[0].maxSkew"),
             },
-            Case {
+            TypedArgsCase {
                 name: "no duplicate key and action",
-                yaml: Some(
-                    "defaultingType: List\ndefaultConstraints:\n- {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway}\n- {maxSkew: 2, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway}\n",
-                ),
+                yaml: "defaultingType: List\ndefaultConstraints:\n- {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway}\n- {maxSkew: 2, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway}\n",
                 want: Err("Duplicate value"),
             },
-            Case {
+            TypedArgsCase {
                 name: "unknown defaulting type",
-                yaml: Some("defaultingType: Sometimes\n"),
+                yaml: "defaultingType: Sometimes\n",
                 want: Err("unknown variant `Sometimes`"),
             },
-        ];
-        for case in cases {
-            let value: Option<serde_yaml_ng::Value> = case
-                .yaml
-                .map(|y| serde_yaml_ng::from_str(y).expect("valid yaml"));
-            let got = parse_args::<Args>(NAME, value.as_ref()).and_then(|args| {
-                PodTopologySpread::try_new(args.clone())
-                    .map(|_| args)
-                    .map_err(|e| crate::plugins::RegistryError::InvalidArgs {
-                        plugin: NAME,
-                        message: e.to_string(),
-                    })
-            });
-            match (got, case.want) {
-                (Ok(got), Ok(want)) => assert_eq!(got, want, "{}", case.name),
-                (Err(e), Err(want)) => {
-                    assert!(e.to_string().contains(want), "{}: {e}", case.name)
-                }
-                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
-            }
-        }
+        ]);
     }
 }

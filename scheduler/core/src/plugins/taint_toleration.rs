@@ -157,7 +157,9 @@ impl Score for TaintToleration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testing::{equal_toleration, exists_toleration, NodeBuilder, PodBuilder};
+    use crate::plugins::testing::{
+        equal_toleration, exists_toleration, scores, Info, NodeBuilder, PodBuilder,
+    };
 
     fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
         Taint {
@@ -315,12 +317,12 @@ mod tests {
             for t in case.tolerations {
                 pod = pod.toleration(t);
             }
-            let pod = pod.build();
+            let pod = pod.info();
             let mut node = NodeBuilder::new("n1");
             for t in case.taints {
                 node = node.taint(&t.key, &t.value, t.effect);
             }
-            let node = node.build();
+            let node = node.info();
             let got = TaintToleration.filter(&CycleState::new(), &pod, &node);
             match case.want {
                 None => assert_eq!(got, Fit::Yes, "{}", case.name),
@@ -414,7 +416,7 @@ mod tests {
             for t in case.tolerations {
                 pod = pod.toleration(t);
             }
-            let pod = pod.build();
+            let pod = pod.info();
             let nodes: Vec<NodeInfo> = case
                 .nodes
                 .iter()
@@ -424,21 +426,14 @@ mod tests {
                     for t in taints {
                         n = n.taint(&t.key, &t.value, t.effect);
                     }
-                    n.build()
+                    n.info()
                 })
                 .collect();
             let feasible: Vec<&NodeInfo> = nodes.iter().collect();
-            let mut state = CycleState::new();
-            TaintToleration
-                .pre_score(&mut state, &pod, &Snapshot::new(), &feasible)
+            let (raw, normalized) = scores(&TaintToleration, &pod, &Snapshot::new(), &feasible)
                 .expect("pre_score never fails");
-            let mut scores: Vec<i64> = nodes
-                .iter()
-                .map(|n| TaintToleration.score(&state, &pod, n))
-                .collect();
-            assert_eq!(scores, case.want_raw, "{}: raw", case.name);
-            TaintToleration.normalize(&state, &pod, &mut scores);
-            assert_eq!(scores, case.want, "{}: normalized", case.name);
+            assert_eq!(raw, case.want_raw, "{}: raw", case.name);
+            assert_eq!(normalized, case.want, "{}: normalized", case.name);
         }
     }
 }

@@ -1,403 +1,44 @@
-//! Test fixtures shared by the plugin tests: [`PodBuilder`] and [`NodeBuilder`] (in the
-//! manner of kube's `MakePod()`/`MakeNode()`), toleration helpers, and a snapshot builder.
+//! Test fixtures shared by the plugin and cycle tests: berth-model's builders, turned into
+//! what plugins see ([`PodInfo`], [`NodeInfo`], [`Snapshot`]), and shared table runners.
 
 // Shared by every plugin's tests; no single test module uses every helper.
 #![allow(dead_code)]
 
 use std::sync::Arc;
 
-use berth_model::model::{
-    Affinity, Container, Node, NodeAffinity, NodeSelector, NodeSelectorTerm, OwnerReference, Pod,
-    PodAffinity, PodAffinityTerm, PreferredSchedulingTerm, ResourceRequirements, RestartPolicy,
-    Taint, TaintEffect, Time, Toleration, TolerationOperator, TopologySpreadConstraint,
-    WeightedPodAffinityTerm,
+pub(crate) use berth_model::testing::{
+    container, equal_toleration, exists_toleration, NodeBuilder, PodBuilder,
 };
-use berth_model::Quantity;
 
-use crate::framework::{NodeInfo, PodInfo, Snapshot};
+use super::{parse_args, InvalidArgs, RegistryError};
+use crate::framework::{CycleState, NodeInfo, PluginError, PodInfo, PreScore, Score, Snapshot};
 
-/// Parses a quantity written in a test.
-pub(crate) fn qty(s: &str) -> Quantity {
-    Quantity::parse(s).unwrap_or_else(|e| panic!("test quantity {s:?}: {e}"))
+/// Turns a builder into what plugins see.
+pub(crate) trait Info {
+    /// The framework's view of the built object.
+    type Out;
+    /// Builds the object and wraps it for plugins.
+    fn info(self) -> Self::Out;
 }
 
-/// A toleration with operator Equal.
-pub(crate) fn equal_toleration(key: &str, value: &str, effect: Option<TaintEffect>) -> Toleration {
-    Toleration {
-        key: key.into(),
-        operator: Some(TolerationOperator::Equal),
-        value: value.into(),
-        effect,
-        toleration_seconds: None,
-    }
-}
-
-/// A toleration with operator Exists (an empty key tolerates every taint).
-pub(crate) fn exists_toleration(key: &str, effect: Option<TaintEffect>) -> Toleration {
-    Toleration {
-        key: key.into(),
-        operator: Some(TolerationOperator::Exists),
-        value: String::new(),
-        effect,
-        toleration_seconds: None,
+impl Info for PodBuilder {
+    type Out = PodInfo;
+    fn info(self) -> PodInfo {
+        PodInfo::new(Arc::new(self.build()))
     }
 }
 
-/// A container with the given requests (`[("cpu", "500m")]`) and no limits.
-pub(crate) fn container(name: &str, requests: &[(&str, &str)]) -> Container {
-    Container {
-        name: name.into(),
-        resources: ResourceRequirements {
-            requests: requests
-                .iter()
-                .map(|(k, v)| (k.to_string(), qty(v)))
-                .collect(),
-            ..ResourceRequirements::default()
-        },
-        ..Container::default()
-    }
-}
-
-/// Builds a [`PodInfo`] (or a [`Pod`]) in namespace `default`. Resource setters act on the
-/// first app container, created on demand; the uid defaults to `<namespace>-<name>`.
-#[derive(Clone, Debug)]
-pub(crate) struct PodBuilder {
-    pod: Pod,
-}
-
-impl PodBuilder {
-    /// A pod with no containers.
-    pub(crate) fn new(name: &str) -> Self {
-        let mut pod = Pod::default();
-        pod.metadata.name = name.into();
-        pod.metadata.namespace = "default".into();
-        PodBuilder { pod }
-    }
-
-    fn main_container(&mut self) -> &mut Container {
-        if self.pod.spec.containers.is_empty() {
-            self.pod.spec.containers.push(Container {
-                name: "main".into(),
-                ..Container::default()
-            });
-        }
-        &mut self.pod.spec.containers[0]
-    }
-
-    /// Sets the namespace.
-    pub(crate) fn namespace(mut self, ns: &str) -> Self {
-        self.pod.metadata.namespace = ns.into();
-        self
-    }
-
-    /// Sets the uid.
-    pub(crate) fn uid(mut self, uid: &str) -> Self {
-        self.pod.metadata.uid = uid.into();
-        self
-    }
-
-    /// Adds a label.
-    pub(crate) fn label(mut self, key: &str, value: &str) -> Self {
-        self.pod.metadata.labels.insert(key.into(), value.into());
-        self
-    }
-
-    /// Requests cpu on the main container, in millicores.
-    pub(crate) fn cpu_millis(self, millis: i64) -> Self {
-        self.request("cpu", &format!("{millis}m"))
-    }
-
-    /// Requests memory on the main container, in MiB.
-    pub(crate) fn memory_mib(self, mib: i64) -> Self {
-        self.request("memory", &format!("{mib}Mi"))
-    }
-
-    /// Requests any resource on the main container.
-    pub(crate) fn request(mut self, name: &str, quantity: &str) -> Self {
-        self.main_container()
-            .resources
-            .requests
-            .insert(name.into(), qty(quantity));
-        self
-    }
-
-    /// Sets a limit on the main container.
-    pub(crate) fn limit(mut self, name: &str, quantity: &str) -> Self {
-        self.main_container()
-            .resources
-            .limits
-            .insert(name.into(), qty(quantity));
-        self
-    }
-
-    /// Adds an app container.
-    pub(crate) fn container(mut self, c: Container) -> Self {
-        self.pod.spec.containers.push(c);
-        self
-    }
-
-    /// Adds an init container that runs to completion.
-    pub(crate) fn init_container(mut self, c: Container) -> Self {
-        self.pod.spec.init_containers.push(c);
-        self
-    }
-
-    /// Adds a sidecar: an init container with `restartPolicy: Always`.
-    pub(crate) fn sidecar(mut self, mut c: Container) -> Self {
-        c.restart_policy = Some(RestartPolicy::Always);
-        self.pod.spec.init_containers.push(c);
-        self
-    }
-
-    /// Adds pod overhead.
-    pub(crate) fn overhead(mut self, name: &str, quantity: &str) -> Self {
-        self.pod.spec.overhead.insert(name.into(), qty(quantity));
-        self
-    }
-
-    /// Adds a toleration.
-    pub(crate) fn toleration(mut self, t: Toleration) -> Self {
-        self.pod.spec.tolerations.push(t);
-        self
-    }
-
-    /// Adds a nodeSelector pair.
-    pub(crate) fn node_selector(mut self, key: &str, value: &str) -> Self {
-        self.pod.spec.node_selector.insert(key.into(), value.into());
-        self
-    }
-
-    fn node_affinity_mut(&mut self) -> &mut NodeAffinity {
-        self.pod
-            .spec
-            .affinity
-            .get_or_insert_with(Affinity::default)
-            .node_affinity
-            .get_or_insert_with(NodeAffinity::default)
-    }
-
-    /// Sets the required node affinity terms (ORed).
-    pub(crate) fn required_node_terms(mut self, terms: Vec<NodeSelectorTerm>) -> Self {
-        self.node_affinity_mut()
-            .required_during_scheduling_ignored_during_execution = Some(NodeSelector {
-            node_selector_terms: terms,
-        });
-        self
-    }
-
-    /// Adds a preferred node affinity term.
-    pub(crate) fn preferred_node_term(mut self, weight: i32, term: NodeSelectorTerm) -> Self {
-        self.node_affinity_mut()
-            .preferred_during_scheduling_ignored_during_execution
-            .push(PreferredSchedulingTerm {
-                weight,
-                preference: term,
-            });
-        self
-    }
-
-    fn pod_affinity_mut(&mut self, anti: bool) -> &mut PodAffinity {
-        let affinity = self.pod.spec.affinity.get_or_insert_with(Affinity::default);
-        let slot = if anti {
-            &mut affinity.pod_anti_affinity
-        } else {
-            &mut affinity.pod_affinity
-        };
-        slot.get_or_insert_with(PodAffinity::default)
-    }
-
-    /// Adds a required pod affinity term.
-    pub(crate) fn required_pod_affinity(mut self, term: PodAffinityTerm) -> Self {
-        self.pod_affinity_mut(false)
-            .required_during_scheduling_ignored_during_execution
-            .push(term);
-        self
-    }
-
-    /// Adds a required pod anti-affinity term.
-    pub(crate) fn required_pod_anti_affinity(mut self, term: PodAffinityTerm) -> Self {
-        self.pod_affinity_mut(true)
-            .required_during_scheduling_ignored_during_execution
-            .push(term);
-        self
-    }
-
-    /// Adds a preferred pod affinity term.
-    pub(crate) fn preferred_pod_affinity(mut self, weight: i32, term: PodAffinityTerm) -> Self {
-        self.pod_affinity_mut(false)
-            .preferred_during_scheduling_ignored_during_execution
-            .push(WeightedPodAffinityTerm {
-                weight,
-                pod_affinity_term: term,
-            });
-        self
-    }
-
-    /// Adds a preferred pod anti-affinity term.
-    pub(crate) fn preferred_pod_anti_affinity(
-        mut self,
-        weight: i32,
-        term: PodAffinityTerm,
-    ) -> Self {
-        self.pod_affinity_mut(true)
-            .preferred_during_scheduling_ignored_during_execution
-            .push(WeightedPodAffinityTerm {
-                weight,
-                pod_affinity_term: term,
-            });
-        self
-    }
-
-    /// Adds a topology spread constraint.
-    pub(crate) fn topology_spread(mut self, c: TopologySpreadConstraint) -> Self {
-        self.pod.spec.topology_spread_constraints.push(c);
-        self
-    }
-
-    /// Sets `spec.nodeName`.
-    pub(crate) fn node_name(mut self, node: &str) -> Self {
-        self.pod.spec.node_name = node.into();
-        self
-    }
-
-    /// Sets `spec.priority`.
-    pub(crate) fn priority(mut self, priority: i32) -> Self {
-        self.pod.spec.priority = Some(priority);
-        self
-    }
-
-    /// Adds a controller owner reference (`ReplicaSet`, `StatefulSet`, ...).
-    pub(crate) fn owner(mut self, kind: &str, name: &str) -> Self {
-        self.pod.metadata.owner_references.push(OwnerReference {
-            kind: kind.into(),
-            name: name.into(),
-            controller: Some(true),
-            ..OwnerReference::default()
-        });
-        self
-    }
-
-    /// Marks the pod as terminating (sets a deletion timestamp).
-    pub(crate) fn terminating(mut self) -> Self {
-        self.pod.metadata.deletion_timestamp = Some(Time::from_unix_nanos(0));
-        self
-    }
-
-    /// Sets `status.startTime`, in seconds since the epoch.
-    pub(crate) fn start_time(mut self, unix_seconds: i64) -> Self {
-        self.pod.status.start_time = Some(Time::from_unix_nanos(unix_seconds * 1_000_000_000));
-        self
-    }
-
-    /// The pod object.
-    pub(crate) fn build_pod(mut self) -> Pod {
-        if self.pod.metadata.uid.is_empty() {
-            self.pod.metadata.uid =
-                format!("{}-{}", self.pod.metadata.namespace, self.pod.metadata.name);
-        }
-        self.pod
-    }
-
-    /// The pod as plugins see it.
-    pub(crate) fn build(self) -> PodInfo {
-        PodInfo::new(Arc::new(self.build_pod()))
-    }
-}
-
-/// Builds a [`NodeInfo`] (or a [`Node`]): allocatable `pods: 110` unless set, no cpu or
-/// memory unless set, and no labels beyond those given.
-#[derive(Clone, Debug)]
-pub(crate) struct NodeBuilder {
-    node: Node,
-    pods: Vec<PodInfo>,
-}
-
-impl NodeBuilder {
-    /// A node named `name`.
-    pub(crate) fn new(name: &str) -> Self {
-        let mut node = Node::default();
-        node.metadata.name = name.into();
-        node.status.allocatable.insert("pods".into(), qty("110"));
-        NodeBuilder {
-            node,
-            pods: Vec::new(),
-        }
-    }
-
-    /// Sets an allocatable resource.
-    pub(crate) fn allocatable(mut self, name: &str, quantity: &str) -> Self {
-        self.node
-            .status
-            .allocatable
-            .insert(name.into(), qty(quantity));
-        self
-    }
-
-    /// Allocatable cpu, in millicores.
-    pub(crate) fn cpu_millis(self, millis: i64) -> Self {
-        self.allocatable("cpu", &format!("{millis}m"))
-    }
-
-    /// Allocatable memory, in MiB.
-    pub(crate) fn memory_mib(self, mib: i64) -> Self {
-        self.allocatable("memory", &format!("{mib}Mi"))
-    }
-
-    /// Allocatable pod slots.
-    pub(crate) fn pods(self, n: i64) -> Self {
-        self.allocatable("pods", &n.to_string())
-    }
-
-    /// Adds a label.
-    pub(crate) fn label(mut self, key: &str, value: &str) -> Self {
-        self.node.metadata.labels.insert(key.into(), value.into());
-        self
-    }
-
-    /// Adds a taint.
-    pub(crate) fn taint(mut self, key: &str, value: &str, effect: TaintEffect) -> Self {
-        self.node.spec.taints.push(Taint {
-            key: key.into(),
-            value: value.into(),
-            effect,
-            time_added: None,
-        });
-        self
-    }
-
-    /// Cordons the node.
-    pub(crate) fn unschedulable(mut self) -> Self {
-        self.node.spec.unschedulable = true;
-        self
-    }
-
-    /// Places a pod on the node (its `spec.nodeName` is set to the node).
-    pub(crate) fn with_pod(mut self, pod: PodInfo) -> Self {
-        self.pods.push(pod);
-        self
-    }
-
-    /// The node object.
-    pub(crate) fn build_node(self) -> Node {
-        self.node
-    }
-
-    /// The node as plugins see it, with its pods accounted for.
-    pub(crate) fn build(self) -> NodeInfo {
-        let name = self.node.metadata.name.clone();
-        let mut info = NodeInfo::new(Arc::new(self.node));
-        for p in self.pods {
-            info.add_pod(Arc::new(bind(p, &name)));
+impl Info for NodeBuilder {
+    type Out = NodeInfo;
+    /// The node with its pods accounted for.
+    fn info(self) -> NodeInfo {
+        let (node, pods) = self.build_with_pods();
+        let mut info = NodeInfo::new(Arc::new(node));
+        for p in pods {
+            info.add_pod(Arc::new(PodInfo::new(Arc::new(p))));
         }
         info
     }
-}
-
-/// `pod` with `spec.nodeName` set to `node`.
-fn bind(pod: PodInfo, node: &str) -> PodInfo {
-    let mut obj = (*pod.pod).clone();
-    obj.spec.node_name = node.into();
-    PodInfo::new(Arc::new(obj))
 }
 
 /// A snapshot holding these nodes and their pods.
@@ -410,4 +51,120 @@ pub(crate) fn snapshot(nodes: &[NodeInfo]) -> Snapshot {
         }
     }
     snap
+}
+
+/// Test YAML for a plugin's args: `""` stands for no args at all.
+fn args_value(yaml: &str) -> Option<serde_yaml_ng::Value> {
+    (!yaml.is_empty()).then(|| serde_yaml_ng::from_str(yaml).expect("test yaml parses"))
+}
+
+/// Checks an outcome against the expected error text (`None`: success expected).
+fn check_outcome<T, E: std::fmt::Display>(name: &str, got: Result<T, E>, want_err: Option<&str>) {
+    match (got, want_err) {
+        (Ok(_), None) => {}
+        (Err(e), Some(want)) => assert!(
+            e.to_string().contains(want),
+            "{name}: error {e} should contain {want:?}"
+        ),
+        (Ok(_), Some(want)) => panic!("{name}: accepted, want {want:?}"),
+        (Err(e), None) => panic!("{name}: unexpected error {e}"),
+    }
+}
+
+/// One row of a plugin's args table: YAML in, and the error text expected (or none).
+pub(crate) struct ArgsCase {
+    /// What the row checks.
+    pub(crate) name: &'static str,
+    /// The plugin's args as written in a KubeSchedulerConfiguration (`""`: none).
+    pub(crate) yaml: &'static str,
+    /// A piece of the expected error, or `None` when the registry accepts the args.
+    pub(crate) want_err: Option<&'static str>,
+}
+
+/// Builds plugin `plugin` through the registry from each row's args and checks acceptance
+/// or the error text.
+pub(crate) fn check_args(plugin: &str, cases: &[ArgsCase]) {
+    for case in cases {
+        let built = super::build(plugin, args_value(case.yaml).as_ref());
+        check_outcome(case.name, built, case.want_err);
+    }
+}
+
+/// One row of a typed args table: YAML in, and the parsed args or a piece of the error.
+pub(crate) struct TypedArgsCase<A> {
+    /// What the row checks.
+    pub(crate) name: &'static str,
+    /// The plugin's args as written in a KubeSchedulerConfiguration (`""`: none).
+    pub(crate) yaml: &'static str,
+    /// The args after parsing, or a piece of the parse or validation error.
+    pub(crate) want: Result<A, &'static str>,
+}
+
+/// Parses each row's args as `A`, validates them with `validate` (the plugin's `try_new`),
+/// and checks the result; the registry must accept exactly the rows that succeed.
+pub(crate) fn check_typed_args<A, P>(
+    plugin: &'static str,
+    validate: impl Fn(A) -> Result<P, InvalidArgs>,
+    cases: Vec<TypedArgsCase<A>>,
+) where
+    A: serde::de::DeserializeOwned + Default + Clone + PartialEq + std::fmt::Debug,
+{
+    for case in cases {
+        let value = args_value(case.yaml);
+        let got = parse_args::<A>(plugin, value.as_ref()).and_then(|args| {
+            validate(args.clone())
+                .map(|_| args)
+                .map_err(|e| RegistryError::InvalidArgs {
+                    plugin,
+                    message: e.to_string(),
+                })
+        });
+        match (got, &case.want) {
+            (Ok(got), Ok(want)) => assert_eq!(&got, want, "{}", case.name),
+            (got, want) => check_outcome(case.name, got, want.as_ref().err().copied()),
+        }
+        let registry = super::build(plugin, value.as_ref());
+        assert_eq!(
+            registry.is_ok(),
+            case.want.is_ok(),
+            "{}: the registry agrees",
+            case.name
+        );
+    }
+}
+
+/// Runs `plugin`'s PreScore over `feasible`, then scores each of them: the raw scores and,
+/// after `normalize`, the final ones, in `feasible`'s order.
+pub(crate) fn scores<P: PreScore + Score>(
+    plugin: &P,
+    pod: &PodInfo,
+    snap: &Snapshot,
+    feasible: &[&NodeInfo],
+) -> Result<(Vec<i64>, Vec<i64>), PluginError> {
+    let mut state = CycleState::new();
+    plugin.pre_score(&mut state, pod, snap, feasible)?;
+    let raw: Vec<i64> = feasible
+        .iter()
+        .map(|n| plugin.score(&state, pod, n))
+        .collect();
+    let mut normalized = raw.clone();
+    plugin.normalize(&state, pod, &mut normalized);
+    Ok((raw, normalized))
+}
+
+/// The score of one node after PreScore; it must be the same without PreScore's state (the
+/// plugin then computes what it needs itself).
+pub(crate) fn score_with_and_without_state<P: PreScore + Score>(
+    name: &str,
+    plugin: &P,
+    pod: &PodInfo,
+    node: &NodeInfo,
+) -> i64 {
+    let (raw, _) = scores(plugin, pod, &Snapshot::new(), &[node]).expect("pre_score never fails");
+    assert_eq!(
+        plugin.score(&CycleState::new(), pod, node),
+        raw[0],
+        "{name}: without PreScore state"
+    );
+    raw[0]
 }
