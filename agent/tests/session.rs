@@ -12,6 +12,7 @@ use berth_proto::pb::agent_server::{Agent, AgentServer};
 use berth_proto::pb::scheduler_message::Msg as Down;
 use clap::Parser;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -88,6 +89,29 @@ async fn next_non_heartbeat(session: &mut SessionHandle) -> Up {
     }
 }
 
+/// The agent's arguments: `flags` after the program name.
+fn agent_args(flags: &[&str]) -> Args {
+    Args::try_parse_from(std::iter::once("berth-agent").chain(flags.iter().copied()))
+        .expect("the agent's flags parse")
+}
+
+/// Starts the agent with `flags` in a task; cancelling the token stops it.
+fn start_agent(flags: &[&str]) -> (CancellationToken, JoinHandle<berth_agent::Result<()>>) {
+    let shutdown = CancellationToken::new();
+    let agent = tokio::spawn(berth_agent::run(agent_args(flags), shutdown.clone()));
+    (shutdown, agent)
+}
+
+/// Cancels the agent and checks that it ends cleanly, within the guard.
+async fn stop_agent(shutdown: CancellationToken, agent: JoinHandle<berth_agent::Result<()>>) {
+    shutdown.cancel();
+    let result = tokio::time::timeout(GUARD, agent)
+        .await
+        .expect("the agent stops when cancelled")
+        .expect("the agent task does not panic");
+    assert!(result.is_ok(), "agent returned {result:?}");
+}
+
 fn pod(uid: &str) -> pb::Pod {
     let pod = model::Pod {
         metadata: model::ObjectMeta {
@@ -133,11 +157,11 @@ async fn start_fake_scheduler() -> (
 #[tokio::test]
 async fn registers_heartbeats_runs_pods_and_resyncs_after_reconnect() {
     let (addr, mut registrations, mut sessions) = start_fake_scheduler().await;
-    let args = Args::try_parse_from([
-        "berth-agent",
+    let server = addr.to_string();
+    let (shutdown, agent) = start_agent(&[
         // No scheme: the agent adds http://.
         "--server",
-        &addr.to_string(),
+        &server,
         "--node-name",
         "test-node",
         "--cpu",
@@ -152,10 +176,7 @@ async fn registers_heartbeats_runs_pods_and_resyncs_after_reconnect() {
         "dedicated=gpu:NoSchedule",
         "--heartbeat-interval",
         "100ms",
-    ])
-    .unwrap();
-    let shutdown = CancellationToken::new();
-    let agent = tokio::spawn(berth_agent::run(args, shutdown.clone()));
+    ]);
 
     // Registration carries the node as the flags describe it.
     let node = within("registration", registrations.recv()).await;
@@ -278,12 +299,7 @@ async fn registers_heartbeats_runs_pods_and_resyncs_after_reconnect() {
     }
 
     // Shutdown ends the agent cleanly.
-    shutdown.cancel();
-    let result = tokio::time::timeout(GUARD, agent)
-        .await
-        .expect("the agent stops when cancelled")
-        .expect("the agent task does not panic");
-    assert!(result.is_ok(), "agent returned {result:?}");
+    stop_agent(shutdown, agent).await;
 }
 
 #[tokio::test]
@@ -293,38 +309,23 @@ async fn stops_while_the_scheduler_is_unreachable() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap()
     };
-    let args = Args::try_parse_from([
-        "berth-agent",
+    let server = format!("http://{addr}");
+    let (shutdown, agent) = start_agent(&[
         "--server",
-        &format!("http://{addr}"),
+        &server,
         "--node-name",
         "lonely",
         "--cpu",
         "1",
         "--memory",
         "1Gi",
-    ])
-    .unwrap();
-    let shutdown = CancellationToken::new();
-    let agent = tokio::spawn(berth_agent::run(args, shutdown.clone()));
-    shutdown.cancel();
-    let result = tokio::time::timeout(GUARD, agent)
-        .await
-        .expect("the agent stops when cancelled")
-        .expect("the agent task does not panic");
-    assert!(result.is_ok(), "agent returned {result:?}");
+    ]);
+    stop_agent(shutdown, agent).await;
 }
 
 #[tokio::test]
 async fn invalid_server_address_is_an_error() {
-    let args = Args::try_parse_from([
-        "berth-agent",
-        "--server",
-        "not an address",
-        "--node-name",
-        "n",
-    ])
-    .unwrap();
+    let args = agent_args(&["--server", "not an address", "--node-name", "n"]);
     let result = berth_agent::run(args, CancellationToken::new()).await;
     assert!(
         matches!(result, Err(berth_agent::Error::InvalidServerAddress { .. })),

@@ -13,7 +13,8 @@ use berth_benches::{pod, snapshot};
 use berth_scheduler::framework::{CycleState, NodeInfo, PodInfo, Snapshot};
 use berth_scheduler::perf::workloads::PodTemplate;
 use berth_scheduler::plugins::{build, PluginSet};
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion};
 
 const NODES: usize = 5000;
 
@@ -44,20 +45,59 @@ fn score_all(plugin: &PluginSet, snapshot: &Snapshot, pod: &PodInfo) -> i64 {
     nodes.iter().map(|n| score.score(&state, pod, n)).sum()
 }
 
+/// One plugin and the snapshot it is benched over. The bench ids are `{name}/{id}`.
+struct Bench {
+    name: &'static str,
+    plugin: PluginSet,
+    snapshot: Snapshot,
+}
+
+impl Bench {
+    fn new(name: &'static str, snapshot: Snapshot) -> Self {
+        let plugin = build(name, None).expect("builds");
+        Bench {
+            name,
+            plugin,
+            snapshot,
+        }
+    }
+
+    /// PreFilter and Filter with the one plugin instance, whose counts carry over between
+    /// iterations (the steady state).
+    fn filter(&self, group: &mut BenchmarkGroup<'_, WallTime>, id: &str, pod: &PodInfo) {
+        group.bench_function(format!("{}/{id}", self.name), |b| {
+            b.iter(|| filter_all(&self.plugin, black_box(&self.snapshot), black_box(pod)))
+        });
+    }
+
+    /// PreFilter and Filter with a plugin built afresh every iteration, so the full count
+    /// over every placed pod is paid each time.
+    fn filter_cold(&self, group: &mut BenchmarkGroup<'_, WallTime>, id: &str, pod: &PodInfo) {
+        group.bench_function(format!("{}/{id}", self.name), |b| {
+            b.iter(|| {
+                let fresh = build(self.name, None).expect("builds");
+                filter_all(&fresh, black_box(&self.snapshot), black_box(pod))
+            })
+        });
+    }
+
+    /// PreScore and Score with the one plugin instance.
+    fn score(&self, group: &mut BenchmarkGroup<'_, WallTime>, id: &str, pod: &PodInfo) {
+        group.bench_function(format!("{}/{id}", self.name), |b| {
+            b.iter(|| score_all(&self.plugin, black_box(&self.snapshot), black_box(pod)))
+        });
+    }
+}
+
 fn plugins(c: &mut Criterion) {
     let mut group = c.benchmark_group("plugins_5000_nodes");
 
-    let fit = build("NodeResourcesFit", None).expect("builds");
     let plain = snapshot(NODES, false, &[(PodTemplate::Default, 20_000)]);
+    let fit = Bench::new("NodeResourcesFit", plain);
     let incoming = pod(PodTemplate::Default, "measured-000000");
-    group.bench_function("NodeResourcesFit/filter", |b| {
-        b.iter(|| filter_all(&fit, black_box(&plain), black_box(&incoming)))
-    });
-    group.bench_function("NodeResourcesFit/score", |b| {
-        b.iter(|| score_all(&fit, black_box(&plain), black_box(&incoming)))
-    });
+    fit.filter(&mut group, "filter", &incoming);
+    fit.score(&mut group, "score", &incoming);
 
-    let affinity = build("InterPodAffinity", None).expect("builds");
     let with_affinity_pods = snapshot(
         NODES,
         true,
@@ -67,49 +107,20 @@ fn plugins(c: &mut Criterion) {
             (PodTemplate::PreferredAffinity, 5000),
         ],
     );
+    let affinity = Bench::new("InterPodAffinity", with_affinity_pods);
     let anti = pod(PodTemplate::AntiAffinity, "measured-000001");
-    group.bench_function("InterPodAffinity/filter_required_anti_affinity", |b| {
-        b.iter(|| filter_all(&affinity, black_box(&with_affinity_pods), black_box(&anti)))
-    });
-    group.bench_function("InterPodAffinity/filter_required_anti_affinity_cold", |b| {
-        b.iter(|| {
-            let fresh = build("InterPodAffinity", None).expect("builds");
-            filter_all(&fresh, black_box(&with_affinity_pods), black_box(&anti))
-        })
-    });
+    affinity.filter(&mut group, "filter_required_anti_affinity", &anti);
+    affinity.filter_cold(&mut group, "filter_required_anti_affinity_cold", &anti);
     let required = pod(PodTemplate::Affinity, "measured-000002");
-    group.bench_function("InterPodAffinity/filter_required_affinity", |b| {
-        b.iter(|| {
-            filter_all(
-                &affinity,
-                black_box(&with_affinity_pods),
-                black_box(&required),
-            )
-        })
-    });
+    affinity.filter(&mut group, "filter_required_affinity", &required);
     let preferred = pod(PodTemplate::PreferredAffinity, "measured-000003");
-    group.bench_function("InterPodAffinity/score_preferred_affinity", |b| {
-        b.iter(|| {
-            score_all(
-                &affinity,
-                black_box(&with_affinity_pods),
-                black_box(&preferred),
-            )
-        })
-    });
+    affinity.score(&mut group, "score_preferred_affinity", &preferred);
 
-    let spread = build("PodTopologySpread", None).expect("builds");
     let spread_pods = snapshot(NODES, true, &[(PodTemplate::TopologySpreading, 5000)]);
+    let spread = Bench::new("PodTopologySpread", spread_pods);
     let spreading = pod(PodTemplate::TopologySpreading, "measured-000004");
-    group.bench_function("PodTopologySpread/filter", |b| {
-        b.iter(|| filter_all(&spread, black_box(&spread_pods), black_box(&spreading)))
-    });
-    group.bench_function("PodTopologySpread/filter_cold", |b| {
-        b.iter(|| {
-            let fresh = build("PodTopologySpread", None).expect("builds");
-            filter_all(&fresh, black_box(&spread_pods), black_box(&spreading))
-        })
-    });
+    spread.filter(&mut group, "filter", &spreading);
+    spread.filter_cold(&mut group, "filter_cold", &spreading);
     group.finish();
 }
 
