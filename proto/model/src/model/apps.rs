@@ -22,13 +22,11 @@ fn is_zero_i64(v: &i64) -> bool {
 
 /// The pods a controller creates: their metadata (labels, annotations) and spec.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodTemplateSpec {
     /// Labels (which the controller's selector must match) and annotations of each pod.
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// Spec of each pod.
-    #[serde(default)]
     pub spec: PodSpec,
 }
 
@@ -37,22 +35,19 @@ pub struct PodTemplateSpec {
 /// A deployment (`apps/v1` Deployment), namespaced: keeps `replicas` pods of its template
 /// running through ReplicaSets.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Deployment {
     /// `apps/v1`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
     /// `Deployment`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// Name and namespace.
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// Desired state.
-    #[serde(default)]
     pub spec: DeploymentSpec,
     /// Observed state.
-    #[serde(default)]
     pub status: DeploymentStatus,
 }
 
@@ -115,60 +110,60 @@ pub enum DeploymentStrategyType {
 
 /// `spec.strategy` of a [`Deployment`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeploymentStrategy {
     /// Recreate or RollingUpdate; RollingUpdate when left out.
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub type_: Option<DeploymentStrategyType>,
     /// Limits of a rolling update; only with type RollingUpdate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rolling_update: Option<RollingUpdateDeployment>,
 }
 
 /// `spec.strategy.rollingUpdate` of a [`Deployment`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct RollingUpdateDeployment {
     /// Pods that may be unavailable during the update, a count or a percentage of replicas
     /// (rounded down); 25% when left out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_unavailable: Option<IntOrString>,
     /// Pods that may exist above replicas during the update, a count or a percentage of
     /// replicas (rounded up); 25% when left out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_surge: Option<IntOrString>,
 }
 
 /// `status` of a [`Deployment`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeploymentStatus {
     /// Pods the deployment owns (not terminating).
-    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "is_zero_i32")]
     pub replicas: i32,
     /// Pods with the ready condition.
-    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "is_zero_i32")]
     pub ready_replicas: i32,
     /// Pods ready for at least minReadySeconds.
-    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "is_zero_i32")]
     pub available_replicas: i32,
     /// Pods of the current template.
-    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "is_zero_i32")]
     pub updated_replicas: i32,
     /// The metadata generation the status reflects.
-    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    #[serde(skip_serializing_if = "is_zero_i64")]
     pub observed_generation: i64,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub unavailable_replicas: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub terminating_replicas: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub conditions: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub collision_count: Ignored,
 }
 
@@ -177,22 +172,19 @@ pub struct DeploymentStatus {
 /// A replica set (`apps/v1` ReplicaSet), namespaced: keeps `replicas` pods matching its
 /// selector running, creating them from its template.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplicaSet {
     /// `apps/v1`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
     /// `ReplicaSet`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// Name, namespace, and the owning Deployment if any.
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// Desired state.
-    #[serde(default)]
     pub spec: ReplicaSetSpec,
     /// Observed state.
-    #[serde(default)]
     pub status: ReplicaSetStatus,
 }
 
@@ -228,28 +220,27 @@ impl Default for ReplicaSetSpec {
 
 /// `status` of a [`ReplicaSet`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplicaSetStatus {
     /// Pods the set owns (not terminating).
-    #[serde(default)]
     pub replicas: i32,
     /// Pods with the ready condition.
-    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "is_zero_i32")]
     pub ready_replicas: i32,
     /// Pods ready for at least minReadySeconds.
-    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "is_zero_i32")]
     pub available_replicas: i32,
     /// The metadata generation the status reflects.
-    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    #[serde(skip_serializing_if = "is_zero_i64")]
     pub observed_generation: i64,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub fully_labeled_replicas: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub terminating_replicas: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub conditions: Ignored,
 }
 
@@ -258,79 +249,72 @@ pub struct ReplicaSetStatus {
 /// A daemon set (`apps/v1` DaemonSet), namespaced: one pod of its template on every node
 /// the template can run on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct DaemonSet {
     /// `apps/v1`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
     /// `DaemonSet`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// Name and namespace.
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// Desired state.
-    #[serde(default)]
     pub spec: DaemonSetSpec,
     /// Observed state.
-    #[serde(default)]
     pub status: DaemonSetStatus,
 }
 
 /// `spec` of a [`DaemonSet`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct DaemonSetSpec {
     /// The pods the set owns; required, non-empty, and must match the template's labels.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
     /// The pod to run on each node.
-    #[serde(default)]
     pub template: PodTemplateSpec,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub update_strategy: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub min_ready_seconds: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub revision_history_limit: Ignored,
 }
 
 /// `status` of a [`DaemonSet`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct DaemonSetStatus {
     /// Nodes that should run the daemon pod.
-    #[serde(default)]
     pub desired_number_scheduled: i32,
     /// Nodes that run at least one daemon pod and should.
-    #[serde(default)]
     pub current_number_scheduled: i32,
     /// Nodes whose daemon pod is ready.
-    #[serde(default)]
     pub number_ready: i32,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub number_misscheduled: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub observed_generation: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub updated_number_scheduled: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub number_available: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub number_unavailable: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub collision_count: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub conditions: Ignored,
 }
 

@@ -6,28 +6,26 @@ use super::{Ignored, ObjectMeta, Time};
 
 /// A reference to the object an event is about.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectReference {
     /// Kind (`Pod`, `Node`).
-    #[serde(default)]
     pub kind: String,
     /// Namespace, empty for cluster-scoped kinds.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
     /// Name.
-    #[serde(default)]
     pub name: String,
     /// uid.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub uid: String,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub api_version: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub resource_version: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub field_path: Ignored,
 }
 

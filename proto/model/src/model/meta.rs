@@ -7,53 +7,53 @@ use super::{Ignored, StringMap};
 
 /// `metadata` of every object (Kubernetes' ObjectMeta).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectMeta {
     /// Object name, unique per kind and namespace.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
     /// Prefix for a server-generated name when `name` is empty.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub generate_name: String,
     /// Namespace; empty for cluster-scoped kinds, and defaulted to `default` for pods.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
     /// Labels, used by selectors.
-    #[serde(default, skip_serializing_if = "StringMap::is_empty")]
+    #[serde(skip_serializing_if = "StringMap::is_empty")]
     pub labels: StringMap,
     /// Annotations: free-form metadata (the sim runtime reads usage from them).
-    #[serde(default, skip_serializing_if = "StringMap::is_empty")]
+    #[serde(skip_serializing_if = "StringMap::is_empty")]
     pub annotations: StringMap,
     /// Server-assigned unique id.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub uid: String,
     /// Server-assigned version, increasing with every write of any object. A decimal string in
     /// the API, as in Kubernetes; an update that names a stale one is refused.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub resource_version: String,
     /// When the server first stored the object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<Time>,
     /// When a graceful delete was requested; the object goes once its owner lets it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub deletion_timestamp: Option<Time>,
     /// Objects that own this one (a ReplicaSet owns its pods).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub owner_references: Vec<OwnerReference>,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub finalizers: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub managed_fields: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub generation: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub self_link: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub deletion_grace_period_seconds: Ignored,
 }
 

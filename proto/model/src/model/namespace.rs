@@ -11,22 +11,21 @@ pub const DEFAULT_NAMESPACE: &str = "default";
 /// A namespace (`v1/Namespace`). Berth keeps its metadata (name, labels); its spec
 /// (`finalizers`) and status (`phase`) are accepted and ignored.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Namespace {
     /// `v1`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
     /// `Namespace`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// Name and labels.
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// Accepted and ignored (`finalizers`).
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub spec: Ignored,
     /// Accepted and ignored (`phase`, `conditions`).
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub status: Ignored,
 }
 

@@ -6,49 +6,46 @@ use super::{Ignored, ObjectMeta, ResourceList, Taint, Time};
 
 /// A node (`v1/Node`), registered by its agent or written in a manifest.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Node {
     /// `v1`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
     /// `Node`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// Name and labels.
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// Desired state: cordon and taints.
-    #[serde(default)]
     pub spec: NodeSpec,
     /// Observed state: resources and conditions.
-    #[serde(default)]
     pub status: NodeStatus,
 }
 
 /// `spec` of a node.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeSpec {
     /// Cordoned: no new pods unless they tolerate `node.kubernetes.io/unschedulable`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unschedulable: bool,
     /// Taints.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub pod_cidr: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub pod_cidrs: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub provider_id: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub config_source: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub external_id: Ignored,
 }
 
@@ -88,38 +85,38 @@ pub struct NodeAddress {
 
 /// `status` of a node.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeStatus {
     /// Total resources of the node.
-    #[serde(default, skip_serializing_if = "ResourceList::is_empty")]
+    #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub capacity: ResourceList,
     /// Resources available to pods; the scheduler fits pods against these. Defaults to
     /// capacity when left out.
-    #[serde(default, skip_serializing_if = "ResourceList::is_empty")]
+    #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub allocatable: ResourceList,
     /// Conditions.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<NodeCondition>,
     /// Addresses.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<NodeAddress>,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub node_info: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub images: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub daemon_endpoints: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub phase: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub volumes_attached: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub volumes_in_use: Ignored,
 }
 

@@ -9,22 +9,19 @@ use super::{
 
 /// A pod (`v1/Pod`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Pod {
     /// `v1`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
     /// `Pod`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// Name, namespace, labels...
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// What the user asks for.
-    #[serde(default)]
     pub spec: PodSpec,
     /// What happened to it.
-    #[serde(default)]
     pub status: PodStatus,
 }
 
@@ -52,128 +49,127 @@ pub enum RestartPolicy {
 
 /// `spec` of a pod.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodSpec {
     /// Application containers, run together.
-    #[serde(default)]
     pub containers: Vec<Container>,
     /// Init containers, run one after another before the app containers; those with
     /// `restartPolicy: Always` are sidecars and keep running beside them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub init_containers: Vec<Container>,
     /// Node the pod is bound to; set by the user, it bypasses the scheduler.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub node_name: String,
     /// Labels a node must have.
-    #[serde(default, skip_serializing_if = "StringMap::is_empty")]
+    #[serde(skip_serializing_if = "StringMap::is_empty")]
     pub node_selector: StringMap,
     /// Node and pod (anti-)affinity.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
     /// Taints the pod tolerates.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
     /// Scheduler profile that places this pod; `default-scheduler` when empty.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub scheduler_name: String,
     /// Priority, resolved from priorityClassName at admission.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
     /// Name of a PriorityClass.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub priority_class_name: String,
     /// Whether the pod may preempt; copied from its PriorityClass at admission.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub preemption_policy: Option<PreemptionPolicy>,
     /// Resources the pod's sandbox uses beyond its containers (from its RuntimeClass).
-    #[serde(default, skip_serializing_if = "ResourceList::is_empty")]
+    #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub overhead: ResourceList,
     /// Topology spread constraints.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
     /// Gates that keep the pod out of the scheduling queue until removed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scheduling_gates: Vec<PodSchedulingGate>,
     /// Restart policy of the containers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<RestartPolicy>,
     /// Seconds between SIGTERM and SIGKILL when the pod is stopped (default 30).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub termination_grace_period_seconds: Option<i64>,
     /// Pod-level resources; when set they are the pod's requests and limits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
     /// RuntimeClass; in `berth sim` its overhead is added to the pod.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub runtime_class_name: String,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub volumes: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub security_context: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub service_account_name: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub service_account: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub automount_service_account_token: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub image_pull_secrets: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub dns_policy: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub dns_config: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub host_network: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub host_pid: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub host_ipc: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub hostname: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub subdomain: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub host_aliases: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub enable_service_links: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub share_process_namespace: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub active_deadline_seconds: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub readiness_gates: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub ephemeral_containers: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub os: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub host_users: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub resource_claims: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub set_hostname_as_fqdn: Ignored,
 }
 
@@ -187,16 +183,16 @@ pub struct PodSchedulingGate {
 
 /// Requests and limits of a container or pod.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceRequirements {
     /// What the scheduler reserves.
-    #[serde(default, skip_serializing_if = "ResourceList::is_empty")]
+    #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub requests: ResourceList,
     /// Upper bounds; a request left out defaults to its limit.
-    #[serde(default, skip_serializing_if = "ResourceList::is_empty")]
+    #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub limits: ResourceList,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub claims: Ignored,
 }
 
@@ -376,45 +372,44 @@ pub struct ContainerStatus {
 
 /// `status` of a pod.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodStatus {
     /// Phase.
-    #[serde(default)]
     pub phase: PodPhase,
     /// Conditions.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<PodCondition>,
     /// Why the pod is in this state (`Evicted`, `Preempted`, `OutOfcpu`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub reason: String,
     /// Human-readable detail.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
     /// Node this pod is expected to run on after preemption.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub nominated_node_name: String,
     /// When the node started the pod.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Time>,
     /// Address of the node.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub host_ip: String,
     /// Containers' status.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub container_statuses: Vec<ContainerStatus>,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub pod_ip: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub pod_ips: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub qos_class: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub init_container_statuses: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub host_i_ps: Ignored,
 }

@@ -7,22 +7,19 @@ use super::{Ignored, IntOrString, LabelSelector, ObjectMeta};
 
 /// A pod disruption budget (`policy/v1` PodDisruptionBudget), namespaced.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodDisruptionBudget {
     /// `policy/v1`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
     /// `PodDisruptionBudget`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// Name and namespace.
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// The budget.
-    #[serde(default)]
     pub spec: PodDisruptionBudgetSpec,
     /// How the budget stands now.
-    #[serde(default)]
     pub status: PodDisruptionBudgetStatus,
 }
 
@@ -30,46 +27,42 @@ pub struct PodDisruptionBudget {
 /// is set; each is a count or a percentage of the expected pods, resolved rounding up
 /// ([`IntOrString::resolve`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodDisruptionBudgetSpec {
     /// Pods that must stay available after an eviction.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub min_available: Option<IntOrString>,
     /// Pods that may be unavailable after an eviction.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_unavailable: Option<IntOrString>,
     /// The pods the budget covers, in its namespace. Absent selects no pod; `{}` selects
     /// every pod of the namespace (`policy/v1` semantics).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub unhealthy_pod_eviction_policy: Ignored,
 }
 
 /// `status` of a [`PodDisruptionBudget`], kept by the disruption controller.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodDisruptionBudgetStatus {
     /// Selected pods that are healthy now.
-    #[serde(default)]
     pub current_healthy: i32,
     /// Healthy pods the budget requires.
-    #[serde(default)]
     pub desired_healthy: i32,
     /// Evictions allowed now (`currentHealthy - desiredHealthy`, at least 0).
-    #[serde(default)]
     pub disruptions_allowed: i32,
     /// Pods the budget counts (from the owners' replica counts, or the selected pods).
-    #[serde(default)]
     pub expected_pods: i32,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub observed_generation: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub disrupted_pods: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub conditions: Ignored,
 }

@@ -7,52 +7,49 @@ use super::{ObjectMeta, ResourceList};
 
 /// A resource quota (`v1/ResourceQuota`), namespaced.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceQuota {
     /// `v1`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
     /// `ResourceQuota`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// Name and namespace.
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// The limits.
-    #[serde(default)]
     pub spec: ResourceQuotaSpec,
     /// The limits enforced and what is used of them.
-    #[serde(default)]
     pub status: ResourceQuotaStatus,
 }
 
 /// `spec` of a [`ResourceQuota`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceQuotaSpec {
     /// Limits by quota resource name: `pods`, `cpu` and `requests.cpu` (the same thing),
     /// `memory`/`requests.memory`, `limits.cpu`, `limits.memory`, `requests.example.com/gpu`,
     /// `count/deployments.apps`, ...
-    #[serde(default, skip_serializing_if = "ResourceList::is_empty")]
+    #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub hard: ResourceList,
     /// Scopes every counted object must match (ANDed with scopeSelector).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<ResourceQuotaScope>,
     /// Scope requirements every counted object must match; Berth acts on the PriorityClass
     /// scope.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope_selector: Option<ScopeSelector>,
 }
 
 /// `status` of a [`ResourceQuota`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceQuotaStatus {
     /// The limits being enforced.
-    #[serde(default, skip_serializing_if = "ResourceList::is_empty")]
+    #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub hard: ResourceList,
     /// What the namespace uses of each.
-    #[serde(default, skip_serializing_if = "ResourceList::is_empty")]
+    #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub used: ResourceList,
 }
 
@@ -92,10 +89,10 @@ impl ResourceQuotaScope {
 
 /// `spec.scopeSelector` of a [`ResourceQuota`]: requirements are ANDed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScopeSelector {
     /// The requirements.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub match_expressions: Vec<ScopedResourceSelectorRequirement>,
 }
 

@@ -9,46 +9,44 @@ use super::{ObjectMeta, ResourceList, StringMap, Toleration};
 /// `spec.runtimeClassName`; its overhead is added to their requests and its scheduling
 /// constraints to their node selection (Kubernetes' RuntimeClass admission).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct RuntimeClass {
     /// `node.k8s.io/v1`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
     /// `RuntimeClass`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// Name (cluster-scoped).
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// The runtime configuration on the node that runs these pods (a DNS label such as
     /// `runc` or `kata`).
-    #[serde(default)]
     pub handler: String,
     /// Resources a pod of this class uses beyond its containers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub overhead: Option<Overhead>,
     /// Where pods of this class may run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<Scheduling>,
 }
 
 /// `overhead` of a [`RuntimeClass`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Overhead {
     /// Fixed resources every pod of the class uses, copied into the pod's `spec.overhead`.
-    #[serde(default, skip_serializing_if = "ResourceList::is_empty")]
+    #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub pod_fixed: ResourceList,
 }
 
 /// `scheduling` of a [`RuntimeClass`]: merged into each pod of the class.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Scheduling {
     /// Labels the node must have, ANDed with the pod's own nodeSelector.
-    #[serde(default, skip_serializing_if = "StringMap::is_empty")]
+    #[serde(skip_serializing_if = "StringMap::is_empty")]
     pub node_selector: StringMap,
     /// Tolerations added to the pod's.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
 }

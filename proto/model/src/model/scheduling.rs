@@ -9,13 +9,13 @@ use super::StringMap;
 /// matches everything; an absent one (`None` where it is optional) matches nothing.
 /// Matching lives in [`crate::selector`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct LabelSelector {
     /// Every pair must be present in the labels.
-    #[serde(default, skip_serializing_if = "StringMap::is_empty")]
+    #[serde(skip_serializing_if = "StringMap::is_empty")]
     pub match_labels: StringMap,
     /// Every requirement must hold.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
@@ -56,13 +56,13 @@ pub struct NodeSelector {
 /// One term of a [`NodeSelector`]: expressions and fields are ANDed; an empty term matches
 /// no node.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeSelectorTerm {
     /// Requirements on node labels.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub match_expressions: Vec<NodeSelectorRequirement>,
     /// Requirements on node fields (only `metadata.name` is supported, as in Kubernetes).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub match_fields: Vec<NodeSelectorRequirement>,
 }
 
@@ -108,13 +108,13 @@ pub struct PreferredSchedulingTerm {
 
 /// Node affinity of a pod.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeAffinity {
     /// Hard requirement.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub required_during_scheduling_ignored_during_execution: Option<NodeSelector>,
     /// Soft preferences, weights summed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub preferred_during_scheduling_ignored_during_execution: Vec<PreferredSchedulingTerm>,
 }
 
@@ -156,28 +156,28 @@ pub struct WeightedPodAffinityTerm {
 
 /// Pod affinity or anti-affinity (the same shape serves both).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodAffinity {
     /// Hard terms, all of which must hold.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub required_during_scheduling_ignored_during_execution: Vec<PodAffinityTerm>,
     /// Soft terms, weights summed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub preferred_during_scheduling_ignored_during_execution: Vec<WeightedPodAffinityTerm>,
 }
 
 /// `spec.affinity` of a pod.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Affinity {
     /// Constraints on nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub node_affinity: Option<NodeAffinity>,
     /// Co-location with other pods.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pod_affinity: Option<PodAffinity>,
     /// Separation from other pods.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pod_anti_affinity: Option<PodAffinity>,
 }
 
@@ -231,22 +231,22 @@ pub enum TolerationOperator {
 
 /// A pod's toleration of taints.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Toleration {
     /// Taint key; empty with Exists matches every taint.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub key: String,
     /// Equal (default) or Exists.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub operator: Option<TolerationOperator>,
     /// Value compared by Equal.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub value: String,
     /// Effect matched; absent matches every effect.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub effect: Option<TaintEffect>,
     /// For NoExecute: how long the pod stays bound after the taint appears.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub toleration_seconds: Option<i64>,
 }
 
