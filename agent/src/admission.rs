@@ -3,6 +3,7 @@
 //! node must not be under a pressure that refuses it. A refused pod ends Failed with
 //! kubelet's reason (`OutOfcpu`, `OutOfmemory`, `OutOfpods`, `Evicted`) and message.
 
+use berth_proto::names;
 use std::collections::BTreeSet;
 
 use berth_proto::model::{Container, Pod};
@@ -117,7 +118,7 @@ pub fn admit(
         .collect();
     if !refusing.is_empty() {
         return Err(Rejection {
-            reason: "Evicted".to_string(),
+            reason: names::REASON_EVICTED.to_string(),
             message: format!(
                 "Pod was rejected: The node had condition: [{}]. ",
                 refusing.join(", ")

@@ -3,6 +3,7 @@
 //! requests down), and reconnecting with back-off. The only module that touches `pb` types
 //! besides [`crate::logs`]; everything behind it works on the object model.
 
+use berth_proto::names;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,12 +29,6 @@ use crate::node::{pressure_condition, ready_condition, NodeConfig};
 use crate::runtime::{PodReport, Runtime};
 use crate::usage::{NodeUsage, PodUsage};
 
-/// Pod status reason for a pod stopped to make room for a higher-priority one.
-pub const REASON_PREEMPTED: &str = "Preempted";
-/// Pod status reason for a pod evicted from its node.
-pub const REASON_EVICTED: &str = "Evicted";
-/// Pod status reason for a pod the agent could not admit (kubelet's reason for the same).
-pub const REASON_ADMISSION_ERROR: &str = "UnexpectedAdmissionError";
 /// Pod status reason for a pod the runtime could not start.
 pub const REASON_START_ERROR: &str = "StartError";
 /// Nodes sharing one HTTP/2 connection when an agent hosts many (servers commonly allow
@@ -499,7 +494,7 @@ impl Agent {
                     source,
                 };
                 warn!(error = %error_chain(&e), "refusing pod");
-                failed_status(REASON_ADMISSION_ERROR, &error_chain(&e))
+                failed_status(names::REASON_UNEXPECTED_ADMISSION_ERROR, &error_chain(&e))
             }
             Ok(pod) => {
                 if let Some(ended) = self.state.ended(&meta.uid) {
@@ -588,8 +583,8 @@ impl Agent {
                     return;
                 };
                 let message = match stop.reason.as_str() {
-                    REASON_PREEMPTED => "Preempted to make room for a higher-priority pod",
-                    REASON_EVICTED => "Evicted from the node",
+                    names::REASON_PREEMPTED => "Preempted to make room for a higher-priority pod",
+                    names::REASON_EVICTED => "Evicted from the node",
                     _ => return,
                 };
                 status.phase = PodPhase::Failed;

@@ -4,6 +4,7 @@
 //! usage, runs the eviction manager and evicts at most one pod. It runs whether or not
 //! the scheduler is reachable, as kubelet's does.
 
+use berth_proto::names;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,14 +19,8 @@ use crate::eviction::{Candidate, Eviction, EvictionManager, Signal};
 use crate::runtime::{PodReport, Runtime};
 use crate::usage::{NodeSampler, NodeUsage};
 
-/// Pod status reason (and Event reason) of a pod evicted by the agent.
-pub const REASON_EVICTED: &str = "Evicted";
 /// Event type of evictions and refusals.
 pub const EVENT_WARNING: &str = "Warning";
-/// Condition a pod evicted by its agent gets, as kubelet sets it.
-const CONDITION_DISRUPTION_TARGET: &str = "DisruptionTarget";
-/// Reason of that condition.
-const REASON_TERMINATION_BY_KUBELET: &str = "TerminationByKubelet";
 /// Most pods remembered as ended by the agent itself (evicted or refused).
 const MAX_ENDED: usize = 10_000;
 
@@ -291,7 +286,7 @@ impl Housekeeping {
             name: pod.metadata.name,
             uid,
             type_: EVENT_WARNING.to_string(),
-            reason: REASON_EVICTED.to_string(),
+            reason: names::REASON_EVICTED.to_string(),
             message: eviction.message,
         });
     }
@@ -302,21 +297,23 @@ impl Housekeeping {
 pub fn evicted_status(mut status: PodStatus, message: &str) -> PodStatus {
     let now = Time::now();
     status.phase = PodPhase::Failed;
-    status.reason = REASON_EVICTED.to_string();
+    status.reason = names::REASON_EVICTED.to_string();
     status.message = message.to_string();
     for condition in &mut status.conditions {
-        if condition.type_ == "Ready" || condition.type_ == "ContainersReady" {
-            condition.status = "False".to_string();
+        if condition.type_ == names::CONDITION_READY
+            || condition.type_ == names::CONDITION_CONTAINERS_READY
+        {
+            condition.status = names::STATUS_FALSE.to_string();
             condition.last_transition_time = Some(now);
         }
     }
     status
         .conditions
-        .retain(|c| c.type_ != CONDITION_DISRUPTION_TARGET);
+        .retain(|c| c.type_ != names::CONDITION_DISRUPTION_TARGET);
     status.conditions.push(PodCondition {
-        type_: CONDITION_DISRUPTION_TARGET.to_string(),
-        status: "True".to_string(),
-        reason: REASON_TERMINATION_BY_KUBELET.to_string(),
+        type_: names::CONDITION_DISRUPTION_TARGET.to_string(),
+        status: names::STATUS_TRUE.to_string(),
+        reason: names::REASON_TERMINATION_BY_KUBELET.to_string(),
         message: message.to_string(),
         last_transition_time: Some(now),
         ..PodCondition::default()
@@ -332,7 +329,6 @@ pub fn evicted_status(mut status: PodStatus, message: &str) -> PodStatus {
 mod tests {
     use super::*;
     use crate::eviction::{Threshold, ThresholdValue};
-    use crate::runtime::sim::ANNOTATION_MEMORY_USAGE;
     use crate::runtime::SimRuntime;
     use berth_proto::model::{Container, ObjectMeta, PodSpec, ResourceRequirements};
     use berth_proto::Quantity;
@@ -347,9 +343,12 @@ mod tests {
                 namespace: "default".into(),
                 name: name.into(),
                 uid: name.into(),
-                annotations: [(ANNOTATION_MEMORY_USAGE.to_string(), usage.to_string())]
-                    .into_iter()
-                    .collect(),
+                annotations: [(
+                    names::ANNOTATION_SIM_MEMORY_USAGE.to_string(),
+                    usage.to_string(),
+                )]
+                .into_iter()
+                .collect(),
                 ..ObjectMeta::default()
             },
             spec: PodSpec {
@@ -408,7 +407,7 @@ mod tests {
             .expect("the evicted pod's status");
         assert_eq!(report.uid, "greedy");
         assert_eq!(report.status.phase, PodPhase::Failed);
-        assert_eq!(report.status.reason, REASON_EVICTED);
+        assert_eq!(report.status.reason, names::REASON_EVICTED);
         assert!(
             report.status.message.starts_with(
                 "The node was low on resource: memory. Threshold quantity: 200Mi, available: 174Mi."

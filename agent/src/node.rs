@@ -2,6 +2,7 @@
 //! (hostname, CPU count, `/proc/meminfo`), plus the kubelet-style flag parsers for labels
 //! and taints.
 
+use berth_proto::names;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
@@ -16,13 +17,6 @@ use tracing::debug;
 use crate::cli::Args;
 use crate::error::{Error, Result};
 use crate::eviction::Signal;
-
-/// Well-known label holding the node's hostname.
-pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
-/// Well-known label holding the node's operating system.
-pub const LABEL_OS: &str = "kubernetes.io/os";
-/// Well-known label holding the node's architecture, in Go's spelling (`amd64`, `arm64`).
-pub const LABEL_ARCH: &str = "kubernetes.io/arch";
 
 /// Reason of the Ready condition while the agent runs, as kubelet reports it.
 pub const READY_REASON: &str = "KubeletReady";
@@ -85,10 +79,13 @@ impl NodeConfig {
     /// heartbeating at `now`, ready since `ready_since`.
     pub fn to_node(&self, now: Time, ready_since: Time) -> Node {
         let mut labels = StringMap::new();
-        labels.insert(LABEL_HOSTNAME.to_string(), self.name.clone());
-        labels.insert(LABEL_OS.to_string(), std::env::consts::OS.to_string());
+        labels.insert(names::LABEL_HOSTNAME.to_string(), self.name.clone());
         labels.insert(
-            LABEL_ARCH.to_string(),
+            names::LABEL_OS.to_string(),
+            std::env::consts::OS.to_string(),
+        );
+        labels.insert(
+            names::LABEL_ARCH.to_string(),
             go_arch(std::env::consts::ARCH).to_string(),
         );
         for (key, value) in &self.labels {
@@ -150,8 +147,8 @@ impl NodeConfig {
 /// The Ready=True condition the agent posts with each heartbeat.
 pub fn ready_condition(heartbeat: Time, since: Time) -> NodeCondition {
     NodeCondition {
-        type_: "Ready".to_string(),
-        status: "True".to_string(),
+        type_: names::CONDITION_READY.to_string(),
+        status: names::STATUS_TRUE.to_string(),
         reason: READY_REASON.to_string(),
         message: READY_MESSAGE.to_string(),
         last_heartbeat_time: Some(heartbeat),
@@ -186,7 +183,7 @@ pub fn pressure_condition(signal: Signal, pressure: bool, now: Time) -> NodeCond
     };
     NodeCondition {
         type_: signal.condition().to_string(),
-        status: if pressure { "True" } else { "False" }.to_string(),
+        status: names::status_of(pressure).to_string(),
         reason: reason.to_string(),
         message: message.to_string(),
         last_heartbeat_time: Some(now),
@@ -722,12 +719,13 @@ mod tests {
 
         assert_eq!(node.metadata.name, "worker-1");
         let labels = &node.metadata.labels;
-        assert_eq!(labels[LABEL_HOSTNAME], "worker-1");
+        assert_eq!(labels[names::LABEL_HOSTNAME], "worker-1");
         assert_eq!(
-            labels[LABEL_OS], "plan9",
+            labels[names::LABEL_OS],
+            "plan9",
             "--labels overrides a default label"
         );
-        assert_eq!(labels[LABEL_ARCH], go_arch(std::env::consts::ARCH));
+        assert_eq!(labels[names::LABEL_ARCH], go_arch(std::env::consts::ARCH));
         assert_eq!(labels["zone"], "a");
         assert_eq!(
             node.spec.taints,

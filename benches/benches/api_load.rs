@@ -5,6 +5,7 @@
 //! write was lost. A benchmark, not a test: `cargo bench -p berth-benches --bench api_load`.
 //! `BERTH_LOAD_SECONDS`, `BERTH_LOAD_CLIENTS` and `BERTH_LOAD_NODES` shrink or grow a run.
 
+use berth_proto::names;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -79,7 +80,7 @@ fn node(name: &str) -> pb::Node {
     capacity.insert("memory".to_string(), "8Gi".to_string());
     capacity.insert("pods".to_string(), "110".to_string());
     let mut labels = std::collections::HashMap::new();
-    labels.insert("kubernetes.io/hostname".to_string(), name.to_string());
+    labels.insert(names::LABEL_HOSTNAME.to_string(), name.to_string());
     pb::Node {
         metadata: Some(pb::ObjectMeta {
             name: name.to_string(),
@@ -97,8 +98,8 @@ fn node(name: &str) -> pb::Node {
 
 fn ready() -> pb::NodeCondition {
     pb::NodeCondition {
-        r#type: "Ready".into(),
-        status: "True".into(),
+        r#type: names::CONDITION_READY.into(),
+        status: names::STATUS_TRUE.into(),
         reason: "KubeletReady".into(),
         message: "simulated node".into(),
         ..Default::default()

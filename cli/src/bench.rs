@@ -5,6 +5,7 @@
 //! sent with a Running status, applies the pods over gRPC in batches, and counts binds from
 //! a watch.
 
+use berth_proto::names;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -275,8 +276,8 @@ fn running_status() -> pb::PodStatus {
 fn ready_condition() -> NodeCondition {
     let now = Time::now();
     NodeCondition {
-        type_: "Ready".into(),
-        status: "True".into(),
+        type_: names::CONDITION_READY.into(),
+        status: names::STATUS_TRUE.into(),
         reason: "KubeletReady".into(),
         message: "simulated agent is posting ready status".into(),
         last_heartbeat_time: Some(now),
@@ -374,10 +375,9 @@ async fn churn_e2e(
         let tick = ticks.load(Ordering::Acquire);
         let mut node = workload.node(workload.nodes + tick);
         node.metadata.name = format!("churn-node-{tick:06}");
-        node.metadata.labels.insert(
-            berth_scheduler::perf::workloads::LABEL_HOSTNAME.into(),
-            node.metadata.name.clone(),
-        );
+        node.metadata
+            .labels
+            .insert(names::LABEL_HOSTNAME.into(), node.metadata.name.clone());
         let node_name = node.metadata.name.clone();
         let agent_channel = channel.clone();
         let agent = AbortOnDrop(tokio::spawn(async move {

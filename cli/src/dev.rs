@@ -7,6 +7,7 @@
 //! and a server certificate for 127.0.0.1 and localhost; the client config it writes holds
 //! the server, the admin token and the CA.
 
+use berth_proto::names;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -407,9 +408,9 @@ async fn start_and_wait(
                         .iter()
                         .any(|(name, _)| n.metadata.as_ref().is_some_and(|m| &m.name == name))
                         && n.status.as_ref().is_some_and(|s| {
-                            s.conditions
-                                .iter()
-                                .any(|c| c.r#type == "Ready" && c.status == "True")
+                            s.conditions.iter().any(|c| {
+                                c.r#type == names::CONDITION_READY && c.status == names::STATUS_TRUE
+                            })
                         })
                 }
                 _ => false,

@@ -1,6 +1,7 @@
 //! Output formatting shared by the verbs: kubectl-style aligned columns, ages, the STATUS and
 //! READY columns of pods and nodes, and objects as YAML or JSON.
 
+use berth_proto::names;
 use std::time::SystemTime;
 
 use berth_proto::model::{
@@ -198,13 +199,10 @@ pub fn pod_status(pod: &Pod) -> String {
     if !pod.status.reason.is_empty() {
         reason = pod.status.reason.clone();
     }
-    if pod
-        .status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == "PodScheduled" && c.reason == "SchedulingGated")
-    {
-        reason = "SchedulingGated".into();
+    if pod.status.conditions.iter().any(|c| {
+        c.type_ == names::CONDITION_POD_SCHEDULED && c.reason == names::REASON_SCHEDULING_GATED
+    }) {
+        reason = names::REASON_SCHEDULING_GATED.into();
     }
     let mut has_running = false;
     // kubectl walks the statuses from the last, so the first container's reason wins.
@@ -222,11 +220,11 @@ pub fn pod_status(pod: &Pod) -> String {
             .status
             .conditions
             .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
+            .any(|c| c.type_ == names::CONDITION_READY && c.status == names::STATUS_TRUE);
         reason = if ready { "Running" } else { "NotReady" }.into();
     }
     if pod.metadata.deletion_timestamp.is_some() {
-        if pod.status.reason == "NodeLost" {
+        if pod.status.reason == names::REASON_NODE_LOST {
             reason = "Unknown".into();
         } else if !pod.status.phase.is_terminal() {
             reason = "Terminating".into();
@@ -276,8 +274,8 @@ pub fn is_pod_active(pod: &Pod) -> bool {
 /// The STATUS column of `get nodes`: `Ready`, `NotReady` or `Unknown` (no Ready condition),
 /// with `,SchedulingDisabled` for a cordoned node.
 pub fn node_status(node: &Node) -> String {
-    let mut status = match node.condition("Ready") {
-        Some(c) if c.status == "True" => "Ready".to_string(),
+    let mut status = match node.condition(names::CONDITION_READY) {
+        Some(c) if c.status == names::STATUS_TRUE => "Ready".to_string(),
         Some(_) => "NotReady".to_string(),
         None => "Unknown".to_string(),
     };

@@ -13,6 +13,7 @@
 
 pub mod manager;
 
+use berth_proto::names;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -70,9 +71,9 @@ impl Signal {
     /// The node condition the signal sets while its threshold is met.
     pub fn condition(self) -> &'static str {
         match self {
-            Signal::MemoryAvailable => "MemoryPressure",
-            Signal::NodeFsAvailable => "DiskPressure",
-            Signal::PidAvailable => "PIDPressure",
+            Signal::MemoryAvailable => names::CONDITION_MEMORY_PRESSURE,
+            Signal::NodeFsAvailable => names::CONDITION_DISK_PRESSURE,
+            Signal::PidAvailable => names::CONDITION_PID_PRESSURE,
         }
     }
 }

@@ -10,6 +10,7 @@
 //! started. Where cgroup v2 is writable, each pod also gets a cgroup with `memory.max` from
 //! its limits, so that the kernel OOM-kills a pod over its limit (reported `OOMKilled`).
 
+use berth_proto::names;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -153,8 +154,10 @@ impl PodHandle {
         let all_ready = status.container_statuses.iter().all(|c| c.ready);
         let now = Time::now();
         for condition in &mut status.conditions {
-            if condition.type_ == "Ready" || condition.type_ == "ContainersReady" {
-                let want = if all_ready { "True" } else { "False" };
+            if condition.type_ == names::CONDITION_READY
+                || condition.type_ == names::CONDITION_CONTAINERS_READY
+            {
+                let want = names::status_of(all_ready);
                 if condition.status != want {
                     condition.status = want.to_string();
                     condition.last_transition_time = Some(now);
@@ -233,10 +236,10 @@ impl ProcessRuntime {
         PodStatus {
             phase: PodPhase::Pending,
             conditions: [
-                ("Initialized", "True"),
-                ("Ready", "False"),
-                ("ContainersReady", "False"),
-                ("PodScheduled", "True"),
+                (names::CONDITION_INITIALIZED, names::STATUS_TRUE),
+                (names::CONDITION_READY, names::STATUS_FALSE),
+                (names::CONDITION_CONTAINERS_READY, names::STATUS_FALSE),
+                (names::CONDITION_POD_SCHEDULED, names::STATUS_TRUE),
             ]
             .iter()
             .map(|(type_, status)| PodCondition {

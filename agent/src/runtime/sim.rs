@@ -15,6 +15,7 @@
 //!
 //! An annotation that does not parse is logged once (warn) and counts as no usage.
 
+use berth_proto::names;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -26,15 +27,6 @@ use tracing::{debug, warn};
 use super::{BoxFuture, PodReport, Runtime};
 use crate::error::Result;
 use crate::usage::{ContainerUsage, PodUsage};
-
-/// Constant memory working set of a simulated pod.
-pub const ANNOTATION_MEMORY_USAGE: &str = "sim.berth.dev/memory-usage";
-/// Constant CPU of a simulated pod.
-pub const ANNOTATION_CPU_USAGE: &str = "sim.berth.dev/cpu-usage";
-/// Constant disk use of a simulated pod.
-pub const ANNOTATION_DISK_USAGE: &str = "sim.berth.dev/disk-usage";
-/// Memory of a simulated pod growing linearly: `FROM->TO/DURATION`.
-pub const ANNOTATION_MEMORY_USAGE_RAMP: &str = "sim.berth.dev/memory-usage-ramp";
 
 /// How a simulated amount changes over the pod's life.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,12 +112,12 @@ impl SimUsage {
                 .map_err(|e| problems.push(format!("{key}: {e}")))
                 .ok()
         };
-        let memory =
-            read(ANNOTATION_MEMORY_USAGE_RAMP, true).or(read(ANNOTATION_MEMORY_USAGE, false));
+        let memory = read(names::ANNOTATION_SIM_MEMORY_USAGE_RAMP, true)
+            .or(read(names::ANNOTATION_SIM_MEMORY_USAGE, false));
         let usage = SimUsage {
             memory,
-            cpu: read(ANNOTATION_CPU_USAGE, false),
-            disk: read(ANNOTATION_DISK_USAGE, false),
+            cpu: read(names::ANNOTATION_SIM_CPU_USAGE, false),
+            disk: read(names::ANNOTATION_SIM_DISK_USAGE, false),
         };
         (usage, problems)
     }
@@ -145,7 +137,12 @@ const STATE_RUNNING: &str = "running";
 const STATE_TERMINATED: &str = "terminated";
 
 /// Pod conditions that hold once every container runs, in kubelet's order.
-const RUNNING_CONDITIONS: [&str; 4] = ["Initialized", "Ready", "ContainersReady", "PodScheduled"];
+const RUNNING_CONDITIONS: [&str; 4] = [
+    names::CONDITION_INITIALIZED,
+    names::CONDITION_READY,
+    names::CONDITION_CONTAINERS_READY,
+    names::CONDITION_POD_SCHEDULED,
+];
 
 /// Simulated pods, kept in memory by uid.
 #[derive(Debug, Default)]
@@ -179,7 +176,7 @@ impl SimRuntime {
                 .iter()
                 .map(|type_| PodCondition {
                     type_: (*type_).to_string(),
-                    status: "True".to_string(),
+                    status: names::STATUS_TRUE.to_string(),
                     last_transition_time: Some(now),
                     ..PodCondition::default()
                 })
@@ -254,8 +251,10 @@ impl Runtime for SimRuntime {
             let mut status = pod.report.status;
             status.phase = PodPhase::Failed;
             for condition in &mut status.conditions {
-                if condition.type_ == "Ready" || condition.type_ == "ContainersReady" {
-                    condition.status = "False".to_string();
+                if condition.type_ == names::CONDITION_READY
+                    || condition.type_ == names::CONDITION_CONTAINERS_READY
+                {
+                    condition.status = names::STATUS_FALSE.to_string();
                     condition.last_transition_time = Some(Time::now());
                 }
             }
@@ -358,8 +357,8 @@ mod tests {
             Case {
                 name: "constants",
                 annotations: vec![
-                    (ANNOTATION_MEMORY_USAGE, "300Mi"),
-                    (ANNOTATION_CPU_USAGE, "250m"),
+                    (names::ANNOTATION_SIM_MEMORY_USAGE, "300Mi"),
+                    (names::ANNOTATION_SIM_CPU_USAGE, "250m"),
                 ],
                 elapsed: Duration::from_secs(100),
                 want_memory_bytes: 300 * MI,
@@ -368,7 +367,7 @@ mod tests {
             },
             Case {
                 name: "ramp halfway",
-                annotations: vec![(ANNOTATION_MEMORY_USAGE_RAMP, "100Mi->900Mi/60s")],
+                annotations: vec![(names::ANNOTATION_SIM_MEMORY_USAGE_RAMP, "100Mi->900Mi/60s")],
                 elapsed: Duration::from_secs(30),
                 want_memory_bytes: 500 * MI,
                 want_cpu_millis: 0,
@@ -377,8 +376,11 @@ mod tests {
             Case {
                 name: "ramp over, and it overrides the constant",
                 annotations: vec![
-                    (ANNOTATION_MEMORY_USAGE_RAMP, "100Mi -> 900Mi / 1m"),
-                    (ANNOTATION_MEMORY_USAGE, "1Mi"),
+                    (
+                        names::ANNOTATION_SIM_MEMORY_USAGE_RAMP,
+                        "100Mi -> 900Mi / 1m",
+                    ),
+                    (names::ANNOTATION_SIM_MEMORY_USAGE, "1Mi"),
                 ],
                 elapsed: Duration::from_secs(600),
                 want_memory_bytes: 900 * MI,
@@ -387,7 +389,7 @@ mod tests {
             },
             Case {
                 name: "ramp down",
-                annotations: vec![(ANNOTATION_MEMORY_USAGE_RAMP, "1Gi->0/10s")],
+                annotations: vec![(names::ANNOTATION_SIM_MEMORY_USAGE_RAMP, "1Gi->0/10s")],
                 elapsed: Duration::from_secs(5),
                 want_memory_bytes: 512 * MI,
                 want_cpu_millis: 0,
@@ -396,9 +398,9 @@ mod tests {
             Case {
                 name: "bad values are reported and ignored",
                 annotations: vec![
-                    (ANNOTATION_MEMORY_USAGE, "lots"),
-                    (ANNOTATION_CPU_USAGE, "-1"),
-                    (ANNOTATION_MEMORY_USAGE_RAMP, "100Mi/60s"),
+                    (names::ANNOTATION_SIM_MEMORY_USAGE, "lots"),
+                    (names::ANNOTATION_SIM_CPU_USAGE, "-1"),
+                    (names::ANNOTATION_SIM_MEMORY_USAGE_RAMP, "100Mi/60s"),
                 ],
                 elapsed: Duration::ZERO,
                 want_memory_bytes: 0,
@@ -436,7 +438,7 @@ mod tests {
         let mut p = pod("u1", &["main", "sidecar"]);
         p.metadata
             .annotations
-            .insert(ANNOTATION_MEMORY_USAGE.into(), "300Mi".into());
+            .insert(names::ANNOTATION_SIM_MEMORY_USAGE.into(), "300Mi".into());
         runtime.start(&p).await.unwrap();
         let usage = runtime.usage("u1").expect("usage of a running pod");
         assert_eq!(usage.memory_bytes, 300 << 20);

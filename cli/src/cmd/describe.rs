@@ -2,6 +2,7 @@
 //! the events about them (for a pending pod, the FailedScheduling event says why) and, for a
 //! node, the pods on it and what they request of its allocatable resources.
 
+use berth_proto::names;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::SystemTime;
@@ -312,11 +313,7 @@ fn write_container(out: &mut String, pod: &Pod, c: &Container) {
         if let Some(code) = status.exit_code {
             let _ = writeln!(out, "      Exit Code:\t{code}");
         }
-        let _ = writeln!(
-            out,
-            "    Ready:\t{}",
-            if status.ready { "True" } else { "False" }
-        );
+        let _ = writeln!(out, "    Ready:\t{}", names::status_of(status.ready));
         let _ = writeln!(out, "    Restart Count:\t{}", status.restart_count);
     }
     for (title, list) in [

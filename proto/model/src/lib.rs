@@ -6,6 +6,8 @@
 //! - [`model`]: Kubernetes objects (`Pod`, `Node`, `PriorityClass`, `Event`, ...) with
 //!   Kubernetes' field names, as serde structs: the same types read manifests, live in the
 //!   store and feed the scheduler.
+//! - [`names`]: well-known names (taint keys, labels, annotations, condition types and
+//!   statuses, reasons) as constants.
 //! - [`quantity`]: exact resource quantities (`100m`, `1Gi`, `1e3`).
 //! - [`resources`]: resource vectors and a pod's effective request (init containers,
 //!   sidecars, overhead), shared by the scheduler's fit check and the agent's admission.
@@ -18,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod model;
+pub mod names;
 pub mod quantity;
 pub mod resources;
 pub mod selector;

@@ -6,6 +6,7 @@
 //! from its input, the live server (`server::admission`) from its store, so both admit pods
 //! by the same rules.
 
+use berth_model::names;
 use std::collections::BTreeMap;
 
 use berth_model::model::{
@@ -19,11 +20,6 @@ use crate::profile::DEFAULT_SCHEDULER_NAME;
 /// Seconds a pod tolerates a not-ready or unreachable node before eviction, added to every
 /// pod that does not say (kube's DefaultTolerationSeconds admission).
 pub const DEFAULT_TOLERATION_SECONDS: i64 = 300;
-
-/// The taint of a node whose Ready condition is False.
-pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
-/// The taint of a node whose agent stopped sending heartbeats.
-pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 
 /// Default `terminationGracePeriodSeconds` of a pod, as in Kubernetes.
 pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
@@ -260,8 +256,14 @@ pub fn apply_runtime_class(pod: &mut Pod, classes: &Classes) -> Result<(), Admis
 /// eviction controller then lets the pod stay that long on a failed node.
 pub fn add_default_toleration_seconds(spec: &mut PodSpec, config: &AdmissionConfig) {
     for (key, seconds) in [
-        (TAINT_NOT_READY, config.not_ready_toleration_seconds),
-        (TAINT_UNREACHABLE, config.unreachable_toleration_seconds),
+        (
+            names::TAINT_NODE_NOT_READY,
+            config.not_ready_toleration_seconds,
+        ),
+        (
+            names::TAINT_NODE_UNREACHABLE,
+            config.unreachable_toleration_seconds,
+        ),
     ] {
         let tolerated = spec.tolerations.iter().any(|t| {
             (t.key.is_empty() || t.key == key)

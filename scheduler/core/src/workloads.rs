@@ -16,6 +16,7 @@ use berth_model::model::{
     NodeSelectorRequirement, NodeSelectorTerm, ObjectMeta, OwnerReference, Pod, PodSpec,
     PodTemplateSpec, ReplicaSet, ReplicaSetSpec, TaintEffect, Toleration, TolerationOperator,
 };
+use berth_model::names;
 use rand::Rng;
 
 use crate::plugins::node_affinity::{required_node_affinity_matches, FIELD_METADATA_NAME};
@@ -39,15 +40,12 @@ const APPS_V1: &str = "apps/v1";
 /// toleration kube adds for `hostNetwork` pods is left out: Berth does not model host
 /// networking.
 const DAEMON_TOLERATIONS: &[(&str, TaintEffect)] = &[
-    ("node.kubernetes.io/not-ready", TaintEffect::NoExecute),
-    ("node.kubernetes.io/unreachable", TaintEffect::NoExecute),
-    ("node.kubernetes.io/disk-pressure", TaintEffect::NoSchedule),
-    (
-        "node.kubernetes.io/memory-pressure",
-        TaintEffect::NoSchedule,
-    ),
-    ("node.kubernetes.io/pid-pressure", TaintEffect::NoSchedule),
-    ("node.kubernetes.io/unschedulable", TaintEffect::NoSchedule),
+    (names::TAINT_NODE_NOT_READY, TaintEffect::NoExecute),
+    (names::TAINT_NODE_UNREACHABLE, TaintEffect::NoExecute),
+    (names::TAINT_NODE_DISK_PRESSURE, TaintEffect::NoSchedule),
+    (names::TAINT_NODE_MEMORY_PRESSURE, TaintEffect::NoSchedule),
+    (names::TAINT_NODE_PID_PRESSURE, TaintEffect::NoSchedule),
+    (names::TAINT_NODE_UNSCHEDULABLE, TaintEffect::NoSchedule),
 ];
 
 /// kube's `SafeEncodeString`: each character of `s` mapped onto [`NAME_ALPHABET`] by its

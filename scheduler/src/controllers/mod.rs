@@ -33,6 +33,7 @@ pub mod disruption;
 pub mod garbage_collector;
 pub mod replicaset;
 
+use berth_proto::names;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -266,7 +267,7 @@ pub fn is_pod_ready(pod: &Pod) -> bool {
             .status
             .conditions
             .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True")
+            .any(|c| c.type_ == names::CONDITION_READY && c.status == names::STATUS_TRUE)
 }
 
 /// A reference to an object for events.

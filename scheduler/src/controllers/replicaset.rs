@@ -6,6 +6,7 @@
 //! deleted no longer counts, so a replacement is created. Orphan pods that match the
 //! selector are not adopted: a ReplicaSet only counts the pods it controls.
 
+use berth_proto::names;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -38,7 +39,7 @@ fn ready_time(pod: &Pod) -> Option<Time> {
     pod.status
         .conditions
         .iter()
-        .find(|c| c.type_ == "Ready" && c.status == "True")
+        .find(|c| c.type_ == names::CONDITION_READY && c.status == names::STATUS_TRUE)
         .and_then(|c| c.last_transition_time)
 }
 

@@ -2,6 +2,7 @@
 //! validation, priority resolution — and what may change when an object is re-applied.
 
 use berth_proto::model::{Kind, Object, ObjectKey, Pod, PodPhase, PriorityClass};
+use berth_proto::names;
 use berth_proto::validate;
 use berth_store::ObjectStore;
 
@@ -274,7 +275,7 @@ pub fn merge_update(stored: &Object, incoming: Object) -> Result<(Object, ApplyA
             if old.status.phase == PodPhase::Pending && new.spec.scheduling_gates.is_empty() {
                 new.status
                     .conditions
-                    .retain(|c| c.reason != "SchedulingGated");
+                    .retain(|c| c.reason != names::REASON_SCHEDULING_GATED);
             }
         }
         (Object::PriorityClass(old), Object::PriorityClass(new)) => {

@@ -9,6 +9,7 @@
 //! may register and open sessions only as that node, and may not set labels under
 //! `node-restriction.kubernetes.io/`.
 
+use berth_proto::names;
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -239,7 +240,7 @@ impl AgentService {
                     .store
                     .get(&key)
                     .map_err(|e| Status::from(Error::from(e)))?
-                    .and_then(|o| o.meta().annotations.get(security::NODE_CREDENTIAL_ANNOTATION).cloned())
+                    .and_then(|o| o.meta().annotations.get(names::ANNOTATION_NODE_CREDENTIAL).cloned())
                 {
                     if owner != caller.name {
                         return Err(Status::permission_denied(format!(
@@ -285,11 +286,11 @@ impl AgentService {
                     let mut node = reported.clone();
                     node.metadata
                         .annotations
-                        .remove(security::NODE_CREDENTIAL_ANNOTATION);
+                        .remove(names::ANNOTATION_NODE_CREDENTIAL);
                     if let Some(name) = &credential {
                         node.metadata
                             .annotations
-                            .insert(security::NODE_CREDENTIAL_ANNOTATION.into(), name.clone());
+                            .insert(names::ANNOTATION_NODE_CREDENTIAL.into(), name.clone());
                     }
                     let obj = admission::admit(
                         self.store.as_ref(),
@@ -306,7 +307,7 @@ impl AgentService {
                         stored
                             .metadata
                             .annotations
-                            .insert(security::NODE_CREDENTIAL_ANNOTATION.into(), name.clone());
+                            .insert(names::ANNOTATION_NODE_CREDENTIAL.into(), name.clone());
                     }
                     stored.status = reported.status.clone();
                     let rv = stored.metadata.resource_version.clone();
@@ -446,7 +447,7 @@ fn load_bindings(store: &dyn ObjectStore) -> Result<HashMap<String, String>, Err
         if let Some(credential) = obj
             .meta()
             .annotations
-            .get(security::NODE_CREDENTIAL_ANNOTATION)
+            .get(names::ANNOTATION_NODE_CREDENTIAL)
         {
             bindings.insert(credential.clone(), obj.meta().name.clone());
         }

@@ -28,6 +28,12 @@
 //! once. kube's per-zone disruption states (which slow or stop this rate when much of a zone
 //! is down) are not modelled.
 
+use berth_proto::names::{
+    CONDITION_DISK_PRESSURE, CONDITION_MEMORY_PRESSURE, CONDITION_NETWORK_UNAVAILABLE,
+    CONDITION_PID_PRESSURE, CONDITION_READY, STATUS_FALSE, STATUS_TRUE, STATUS_UNKNOWN,
+    TAINT_NODE_DISK_PRESSURE, TAINT_NODE_MEMORY_PRESSURE, TAINT_NODE_NETWORK_UNAVAILABLE,
+    TAINT_NODE_NOT_READY, TAINT_NODE_PID_PRESSURE, TAINT_NODE_UNREACHABLE,
+};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -41,19 +47,6 @@ use tracing::{debug, info, warn};
 use super::error::Result;
 use super::events::{node_ref, EventRecorder, NORMAL};
 
-/// Taint of a node whose agent reports Ready=False.
-pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
-/// Taint of a node whose agent stopped reporting (Ready=Unknown).
-pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
-/// Taint of a node under memory pressure.
-pub const TAINT_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
-/// Taint of a node under disk pressure.
-pub const TAINT_DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
-/// Taint of a node under PID pressure.
-pub const TAINT_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
-/// Taint of a node whose network is not set up.
-pub const TAINT_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
-
 /// Reason of a condition the controller set to Unknown.
 pub const REASON_NODE_STATUS_UNKNOWN: &str = "NodeStatusUnknown";
 /// Message of a condition the controller set to Unknown.
@@ -66,17 +59,33 @@ pub const COMPONENT: &str = "node-controller";
 
 /// Conditions besides Ready that are set to Unknown with it (kube's remaining node condition
 /// types; NetworkUnavailable belongs to the network plugin and is left as it is).
-const REMAINING_CONDITIONS: [&str; 3] = ["MemoryPressure", "DiskPressure", "PIDPressure"];
+const REMAINING_CONDITIONS: [&str; 3] = [
+    CONDITION_MEMORY_PRESSURE,
+    CONDITION_DISK_PRESSURE,
+    CONDITION_PID_PRESSURE,
+];
 
 /// Condition type and status → the NoSchedule taint it brings (kube's
 /// `nodeConditionToTaintKeyStatusMap`).
 const CONDITION_TAINTS: [(&str, &str, &str); 6] = [
-    ("Ready", "False", TAINT_NOT_READY),
-    ("Ready", "Unknown", TAINT_UNREACHABLE),
-    ("MemoryPressure", "True", TAINT_MEMORY_PRESSURE),
-    ("DiskPressure", "True", TAINT_DISK_PRESSURE),
-    ("PIDPressure", "True", TAINT_PID_PRESSURE),
-    ("NetworkUnavailable", "True", TAINT_NETWORK_UNAVAILABLE),
+    (CONDITION_READY, STATUS_FALSE, TAINT_NODE_NOT_READY),
+    (CONDITION_READY, STATUS_UNKNOWN, TAINT_NODE_UNREACHABLE),
+    (
+        CONDITION_MEMORY_PRESSURE,
+        STATUS_TRUE,
+        TAINT_NODE_MEMORY_PRESSURE,
+    ),
+    (
+        CONDITION_DISK_PRESSURE,
+        STATUS_TRUE,
+        TAINT_NODE_DISK_PRESSURE,
+    ),
+    (CONDITION_PID_PRESSURE, STATUS_TRUE, TAINT_NODE_PID_PRESSURE),
+    (
+        CONDITION_NETWORK_UNAVAILABLE,
+        STATUS_TRUE,
+        TAINT_NODE_NETWORK_UNAVAILABLE,
+    ),
 ];
 
 /// Settings of the controller, from `berth-scheduler`'s flags.
@@ -238,7 +247,7 @@ fn condition_status<'a>(node: &'a Node, type_: &str) -> Option<&'a str> {
 
 /// Whether an agent looks after the node: its Ready condition carries a heartbeat time.
 fn has_agent_heartbeat(node: &Node) -> bool {
-    node.condition("Ready")
+    node.condition(CONDITION_READY)
         .is_some_and(|c| c.last_heartbeat_time.is_some())
 }
 
@@ -246,19 +255,18 @@ fn has_agent_heartbeat(node: &Node) -> bool {
 /// [`REASON_NODE_STATUS_UNKNOWN`]), keeping their heartbeat times. Returns whether Ready
 /// changed (it was not Unknown already). A node without a Ready condition is left as it is.
 pub fn mark_unknown(node: &mut Node, now: Time) -> bool {
-    if condition_status(node, "Ready").is_none_or(|s| s == "Unknown") {
+    if condition_status(node, CONDITION_READY).is_none_or(|s| s == STATUS_UNKNOWN) {
         return false;
     }
-    for condition in node
-        .status
-        .conditions
-        .iter_mut()
-        .filter(|c| c.type_ == "Ready" || REMAINING_CONDITIONS.contains(&c.type_.as_str()))
+    for condition in
+        node.status.conditions.iter_mut().filter(|c| {
+            c.type_ == CONDITION_READY || REMAINING_CONDITIONS.contains(&c.type_.as_str())
+        })
     {
-        if condition.status != "Unknown" {
+        if condition.status != STATUS_UNKNOWN {
             *condition = NodeCondition {
                 type_: std::mem::take(&mut condition.type_),
-                status: "Unknown".into(),
+                status: STATUS_UNKNOWN.into(),
                 reason: REASON_NODE_STATUS_UNKNOWN.into(),
                 message: MESSAGE_NODE_STATUS_UNKNOWN.into(),
                 last_heartbeat_time: condition.last_heartbeat_time,
@@ -272,9 +280,9 @@ pub fn mark_unknown(node: &mut Node, now: Time) -> bool {
 /// The NoExecute taint key the node's Ready condition calls for: not-ready for False,
 /// unreachable for Unknown, none for True or no Ready condition.
 pub fn wanted_no_execute(node: &Node) -> Option<&'static str> {
-    match condition_status(node, "Ready") {
-        Some("False") => Some(TAINT_NOT_READY),
-        Some("Unknown") => Some(TAINT_UNREACHABLE),
+    match condition_status(node, CONDITION_READY) {
+        Some(STATUS_FALSE) => Some(TAINT_NODE_NOT_READY),
+        Some(STATUS_UNKNOWN) => Some(TAINT_NODE_UNREACHABLE),
         _ => None,
     }
 }
@@ -283,7 +291,7 @@ pub fn wanted_no_execute(node: &Node) -> Option<&'static str> {
 fn is_managed(taint: &Taint) -> bool {
     match taint.effect {
         TaintEffect::NoExecute => {
-            [TAINT_NOT_READY, TAINT_UNREACHABLE].contains(&taint.key.as_str())
+            [TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE].contains(&taint.key.as_str())
         }
         TaintEffect::NoSchedule => CONDITION_TAINTS.iter().any(|(_, _, k)| *k == taint.key),
         TaintEffect::PreferNoSchedule => false,
@@ -595,8 +603,8 @@ mod tests {
                 conditions: vec![condition("Ready", "True", true)],
                 taints: vec![
                     taint("dedicated", TaintEffect::NoSchedule),
-                    taint(TAINT_UNREACHABLE, TaintEffect::NoSchedule),
-                    taint(TAINT_UNREACHABLE, TaintEffect::NoExecute),
+                    taint(TAINT_NODE_UNREACHABLE, TaintEffect::NoSchedule),
+                    taint(TAINT_NODE_UNREACHABLE, TaintEffect::NoExecute),
                 ],
                 no_execute: None,
                 want: vec!["dedicated:NoSchedule"],
@@ -618,7 +626,7 @@ mod tests {
                     condition("Ready", "True", true),
                     condition("PIDPressure", "False", true),
                 ],
-                taints: vec![taint(TAINT_PID_PRESSURE, TaintEffect::NoSchedule)],
+                taints: vec![taint(TAINT_NODE_PID_PRESSURE, TaintEffect::NoSchedule)],
                 no_execute: None,
                 want: vec![],
             },
@@ -639,7 +647,7 @@ mod tests {
                 name: "not ready gets both not-ready taints",
                 conditions: vec![condition("Ready", "False", true)],
                 taints: vec![],
-                no_execute: Some(TAINT_NOT_READY),
+                no_execute: Some(TAINT_NODE_NOT_READY),
                 want: vec![
                     "node.kubernetes.io/not-ready:NoSchedule",
                     "node.kubernetes.io/not-ready:NoExecute",
@@ -649,10 +657,10 @@ mod tests {
                 name: "unknown swaps not-ready for unreachable",
                 conditions: vec![condition("Ready", "Unknown", true)],
                 taints: vec![
-                    taint(TAINT_NOT_READY, TaintEffect::NoSchedule),
-                    taint(TAINT_NOT_READY, TaintEffect::NoExecute),
+                    taint(TAINT_NODE_NOT_READY, TaintEffect::NoSchedule),
+                    taint(TAINT_NODE_NOT_READY, TaintEffect::NoExecute),
                 ],
-                no_execute: Some(TAINT_UNREACHABLE),
+                no_execute: Some(TAINT_NODE_UNREACHABLE),
                 want: vec![
                     "node.kubernetes.io/unreachable:NoSchedule",
                     "node.kubernetes.io/unreachable:NoExecute",
@@ -668,7 +676,10 @@ mod tests {
             Case {
                 name: "a user's PreferNoSchedule taint with a managed key is not touched",
                 conditions: vec![condition("Ready", "True", true)],
-                taints: vec![taint(TAINT_MEMORY_PRESSURE, TaintEffect::PreferNoSchedule)],
+                taints: vec![taint(
+                    TAINT_NODE_MEMORY_PRESSURE,
+                    TaintEffect::PreferNoSchedule,
+                )],
                 no_execute: None,
                 want: vec!["node.kubernetes.io/memory-pressure:PreferNoSchedule"],
             },
@@ -698,14 +709,14 @@ mod tests {
 
     #[test]
     fn a_kept_no_execute_taint_keeps_its_time() {
-        let mut existing = taint(TAINT_UNREACHABLE, TaintEffect::NoExecute);
+        let mut existing = taint(TAINT_NODE_UNREACHABLE, TaintEffect::NoExecute);
         existing.time_added = Some(Time::from_unix_nanos(42));
         let n = node(
             "n1",
             vec![condition("Ready", "Unknown", true)],
             vec![existing.clone()],
         );
-        let got = reconcile_taints(&n, Some(TAINT_UNREACHABLE), Time::from_unix_nanos(99));
+        let got = reconcile_taints(&n, Some(TAINT_NODE_UNREACHABLE), Time::from_unix_nanos(99));
         assert!(got.contains(&existing), "got {got:?}");
     }
 

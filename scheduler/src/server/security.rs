@@ -23,10 +23,6 @@ use tonic::Status;
 /// `node-restriction.kubernetes.io`): labels under it are for admins to mark trusted nodes.
 pub const NODE_RESTRICTION_DOMAIN: &str = "node-restriction.kubernetes.io";
 
-/// The annotation on a Node that records which node credential registered it; with it the
-/// binding of a bootstrap token to its node survives a scheduler restart.
-pub const NODE_CREDENTIAL_ANNOTATION: &str = "berth.dev/node-credential";
-
 /// gRPC methods a viewer may call: the reads of the Berth service.
 const READ_METHODS: [&str; 3] = ["Get", "List", "Watch"];
 /// The read-only service of usage (`berth top`) and logs (`berth logs`), open to viewers.

@@ -16,6 +16,7 @@
 //! its owner replaces it; an Event `TaintManagerEviction` says so. Pods that have ended
 //! (Succeeded, Failed) are left in place: they run nowhere.
 
+use berth_proto::names;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -37,8 +38,6 @@ use crate::plugins::taint_toleration::toleration_matches;
 pub const COMPONENT: &str = "taint-eviction-controller";
 /// Reason of the controller's events.
 pub const EVENT_REASON: &str = "TaintManagerEviction";
-/// Reason of the `DisruptionTarget` condition of an evicted pod.
-pub const DISRUPTION_REASON: &str = "DeletionByTaintManager";
 /// Message of the `DisruptionTarget` condition of an evicted pod.
 pub const DISRUPTION_MESSAGE: &str = "Taint manager: deleting due to NoExecute taint";
 
@@ -311,18 +310,17 @@ impl TaintEvictionController {
                 );
                 announced = true;
             }
-            let marked = pod
-                .status
-                .conditions
-                .iter()
-                .any(|c| c.type_ == "DisruptionTarget" && c.reason == DISRUPTION_REASON);
+            let marked = pod.status.conditions.iter().any(|c| {
+                c.type_ == names::CONDITION_DISRUPTION_TARGET
+                    && c.reason == names::REASON_DELETION_BY_TAINT_MANAGER
+            });
             if !marked {
                 set_condition(
                     &mut pod.status.conditions,
                     PodCondition {
-                        type_: "DisruptionTarget".into(),
-                        status: "True".into(),
-                        reason: DISRUPTION_REASON.into(),
+                        type_: names::CONDITION_DISRUPTION_TARGET.into(),
+                        status: names::STATUS_TRUE.into(),
+                        reason: names::REASON_DELETION_BY_TAINT_MANAGER.into(),
                         message: DISRUPTION_MESSAGE.into(),
                         last_transition_time: Some(Time::now()),
                         ..Default::default()
@@ -809,7 +807,7 @@ mod tests {
                 let marked = p.status.conditions.iter().any(|c| {
                     c.type_ == "DisruptionTarget"
                         && c.status == "True"
-                        && c.reason == DISRUPTION_REASON
+                        && c.reason == names::REASON_DELETION_BY_TAINT_MANAGER
                         && c.message == DISRUPTION_MESSAGE
                 });
                 saw_mark |= marked && change.change_type == ChangeType::Modified;

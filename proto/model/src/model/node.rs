@@ -1,5 +1,6 @@
 //! Nodes: capacity, allocatable resources, conditions, taints.
 
+use crate::names;
 use serde::{Deserialize, Serialize};
 
 use super::{Ignored, ObjectMeta, ResourceList, Taint, Time};
@@ -129,7 +130,8 @@ impl Node {
     /// Whether the node reports `Ready=True`. A node with no Ready condition at all (one
     /// written in a manifest, as in `berth sim`) counts as ready.
     pub fn is_ready(&self) -> bool {
-        self.condition("Ready").is_none_or(|c| c.status == "True")
+        self.condition(names::CONDITION_READY)
+            .is_none_or(|c| c.status == names::STATUS_TRUE)
     }
 
     /// Allocatable resources, falling back to capacity where allocatable is left out.

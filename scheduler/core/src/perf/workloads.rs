@@ -6,6 +6,7 @@
 //! Both runners (in-process and `berth bench --e2e`) build their objects from here, and so do
 //! the criterion fixtures, so every measurement schedules the same objects.
 
+use berth_model::names;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -18,10 +19,6 @@ use berth_model::model::{
 };
 use berth_model::Quantity;
 
-/// The hostname label every node carries.
-pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
-/// The zone label of workloads that spread or select by zone.
-pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
 /// Number of zones nodes are spread over (node `i` is in zone `i % ZONES + 1`).
 pub const ZONES: usize = 3;
 /// Namespace of the pods created before measuring (kube's `sched-0`).
@@ -228,7 +225,7 @@ impl PodTemplate {
                     pod_anti_affinity: Some(PodAffinity {
                         required_during_scheduling_ignored_during_execution: vec![color_term(
                             "green",
-                            LABEL_HOSTNAME,
+                            names::LABEL_HOSTNAME,
                         )],
                         ..PodAffinity::default()
                     }),
@@ -240,7 +237,8 @@ impl PodTemplate {
                 spec.affinity = Some(Affinity {
                     pod_affinity: Some(PodAffinity {
                         required_during_scheduling_ignored_during_execution: vec![color_term(
-                            "blue", LABEL_ZONE,
+                            "blue",
+                            names::LABEL_TOPOLOGY_ZONE,
                         )],
                         ..PodAffinity::default()
                     }),
@@ -258,7 +256,7 @@ impl PodTemplate {
                     preferred_during_scheduling_ignored_during_execution: vec![
                         WeightedPodAffinityTerm {
                             weight: 1,
-                            pod_affinity_term: color_term(color, LABEL_HOSTNAME),
+                            pod_affinity_term: color_term(color, names::LABEL_HOSTNAME),
                         },
                     ],
                     ..PodAffinity::default()
@@ -281,7 +279,7 @@ impl PodTemplate {
                         required_during_scheduling_ignored_during_execution: Some(NodeSelector {
                             node_selector_terms: vec![NodeSelectorTerm {
                                 match_expressions: vec![NodeSelectorRequirement {
-                                    key: LABEL_ZONE.into(),
+                                    key: names::LABEL_TOPOLOGY_ZONE.into(),
                                     operator: NodeSelectorOperator::In,
                                     values: vec!["zone1".into(), "zone2".into()],
                                 }],
@@ -297,7 +295,7 @@ impl PodTemplate {
                 pod.metadata.labels = labels(&[("color", "blue")]);
                 spec.topology_spread_constraints = vec![TopologySpreadConstraint {
                     max_skew: 5,
-                    topology_key: LABEL_ZONE.into(),
+                    topology_key: names::LABEL_TOPOLOGY_ZONE.into(),
                     when_unsatisfiable: UnsatisfiableConstraintAction::DoNotSchedule,
                     label_selector: Some(LabelSelector {
                         match_labels: labels(&[("color", "blue")]),
@@ -322,9 +320,9 @@ impl PodTemplate {
 /// label (`zone1`..`zone3`, round robin).
 pub fn node(index: usize, zoned: bool) -> Node {
     let name = node_name(index);
-    let mut node_labels = labels(&[(LABEL_HOSTNAME, &name)]);
+    let mut node_labels = labels(&[(names::LABEL_HOSTNAME, &name)]);
     if zoned {
-        node_labels.insert(LABEL_ZONE.into(), zone_name(index));
+        node_labels.insert(names::LABEL_TOPOLOGY_ZONE.into(), zone_name(index));
     }
     let capacity: berth_model::model::ResourceList = [
         ("cpu".to_string(), quantity("4")),

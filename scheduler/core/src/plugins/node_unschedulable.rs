@@ -2,6 +2,7 @@
 //! the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
 use berth_model::model::{Taint, TaintEffect};
+use berth_model::names;
 
 use super::taint_toleration::tolerates;
 use crate::framework::{CycleState, Filter, Fit, NodeInfo, Plugin, PodInfo, Rejection};
@@ -12,14 +13,11 @@ pub const NAME: &str = "NodeUnschedulable";
 /// Filter reason for a cordoned node.
 pub const REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
 
-/// Key of the taint that stands for `spec.unschedulable` (kube's `TaintNodeUnschedulable`).
-pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
-
 /// The taint a pod must tolerate to use a cordoned node: `node.kubernetes.io/unschedulable`
 /// with no value and effect NoSchedule.
 pub fn unschedulable_taint() -> Taint {
     Taint {
-        key: TAINT_NODE_UNSCHEDULABLE.to_string(),
+        key: names::TAINT_NODE_UNSCHEDULABLE.to_string(),
         value: String::new(),
         effect: TaintEffect::NoSchedule,
         time_added: None,
@@ -82,7 +80,7 @@ mod tests {
                 name: "exists toleration of the unschedulable taint",
                 cordoned: true,
                 tolerations: vec![exists_toleration(
-                    TAINT_NODE_UNSCHEDULABLE,
+                    names::TAINT_NODE_UNSCHEDULABLE,
                     Some(TaintEffect::NoSchedule),
                 )],
                 want: Fit::Yes,
@@ -90,7 +88,7 @@ mod tests {
             Case {
                 name: "equal toleration with empty value",
                 cordoned: true,
-                tolerations: vec![equal_toleration(TAINT_NODE_UNSCHEDULABLE, "", None)],
+                tolerations: vec![equal_toleration(names::TAINT_NODE_UNSCHEDULABLE, "", None)],
                 want: Fit::Yes,
             },
             Case {
@@ -103,7 +101,7 @@ mod tests {
                 name: "toleration with the wrong effect",
                 cordoned: true,
                 tolerations: vec![exists_toleration(
-                    TAINT_NODE_UNSCHEDULABLE,
+                    names::TAINT_NODE_UNSCHEDULABLE,
                     Some(TaintEffect::NoExecute),
                 )],
                 want: rejected.clone(),

@@ -10,6 +10,7 @@
 //! passes the constraint's node inclusion policies (nodeAffinityPolicy, default Honor;
 //! nodeTaintsPolicy, default Ignore).
 
+use berth_model::names;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -38,12 +39,6 @@ pub const REASON_CONSTRAINTS_NOT_MATCH: &str =
 /// The node lacks a DoNotSchedule constraint's topology key.
 pub const REASON_NODE_LABEL_NOT_MATCH: &str =
     "node(s) didn't match pod topology spread constraints (missing required label)";
-
-/// The well-known hostname label (kube's `v1.LabelHostname`); scoring counts its domains
-/// per node.
-pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
-/// The well-known zone label (kube's `v1.LabelTopologyZone`).
-pub const LABEL_TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
 
 /// Owner kinds whose pods get the default constraints. kube applies them to pods selected by
 /// a Service, ReplicationController, ReplicaSet or StatefulSet; Berth has no Services and
@@ -122,8 +117,8 @@ fn system_default_constraints() -> Vec<TopologySpreadConstraint> {
         match_label_keys: Vec::new(),
     };
     vec![
-        schedule_anyway(LABEL_HOSTNAME, 3),
-        schedule_anyway(LABEL_TOPOLOGY_ZONE, 5),
+        schedule_anyway(names::LABEL_HOSTNAME, 3),
+        schedule_anyway(names::LABEL_TOPOLOGY_ZONE, 5),
     ]
 }
 
@@ -516,7 +511,7 @@ impl PreScore for PodTopologySpread {
                 continue;
             }
             for (i, c) in constraints.iter().enumerate() {
-                if c.topology_key == LABEL_HOSTNAME {
+                if c.topology_key == names::LABEL_HOSTNAME {
                     continue;
                 }
                 // A missing key reads as the empty value, as in kube: it only sizes the
@@ -529,7 +524,7 @@ impl PreScore for PodTopologySpread {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let domains = if c.topology_key == LABEL_HOSTNAME {
+                let domains = if c.topology_key == names::LABEL_HOSTNAME {
                     feasible.len() - ignored_nodes.len()
                 } else {
                     counts[i].len()
@@ -582,7 +577,7 @@ impl Score for PodTopologySpread {
             let Some(value) = node.labels().get(&c.topology_key) else {
                 continue;
             };
-            let count = if c.topology_key == LABEL_HOSTNAME {
+            let count = if c.topology_key == names::LABEL_HOSTNAME {
                 c.count_on(node, namespace)
             } else {
                 s.counts[i].get(value).copied().unwrap_or(0)
@@ -625,8 +620,8 @@ mod tests {
         check_typed_args, exists_toleration, scores, Info, NodeBuilder, PodBuilder, TypedArgsCase,
     };
 
-    const ZONE: &str = LABEL_TOPOLOGY_ZONE;
-    const HOST: &str = LABEL_HOSTNAME;
+    const ZONE: &str = names::LABEL_TOPOLOGY_ZONE;
+    const HOST: &str = names::LABEL_HOSTNAME;
     const DO_NOT_SCHEDULE: UnsatisfiableConstraintAction =
         UnsatisfiableConstraintAction::DoNotSchedule;
     const SCHEDULE_ANYWAY: UnsatisfiableConstraintAction =

@@ -1,6 +1,7 @@
 //! Sorting a simulation's objects: nodes, namespaces, classes and budgets into their tables,
 //! workloads expanded into their pods where they appear, every pod named and given a uid.
 
+use berth_model::names;
 use std::collections::{BTreeMap, BTreeSet};
 
 use berth_model::model::{Node, Object, Pod, PodDisruptionBudget, StringMap, DEFAULT_NAMESPACE};
@@ -11,9 +12,6 @@ use rand::SeedableRng;
 use super::SimError;
 use crate::admission::Classes;
 use crate::workloads;
-
-/// The label the API server gives every namespace: its own name.
-pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// A simulation's objects, sorted.
 #[derive(Clone, Debug, Default)]
@@ -120,7 +118,10 @@ impl Catalog {
                 Object::Namespace(ns) => {
                     seen.insert(kind, key)?;
                     let mut labels = ns.metadata.labels.clone();
-                    labels.insert(NAMESPACE_NAME_LABEL.to_string(), ns.metadata.name.clone());
+                    labels.insert(
+                        names::LABEL_METADATA_NAME.to_string(),
+                        ns.metadata.name.clone(),
+                    );
                     catalog.namespaces.insert(ns.metadata.name.clone(), labels);
                 }
                 Object::PodDisruptionBudget(pdb) => {
@@ -205,7 +206,7 @@ impl Catalog {
                 .entry(pod.metadata.namespace.clone())
                 .or_insert_with(|| {
                     StringMap::from([(
-                        NAMESPACE_NAME_LABEL.to_string(),
+                        names::LABEL_METADATA_NAME.to_string(),
                         pod.metadata.namespace.clone(),
                     )])
                 });
