@@ -11,7 +11,7 @@ use berth_proto::model::{DaemonSet, Kind, Node, NodeSelectorOperator, Object, Ob
 use berth_store::{Op, Precondition};
 use tracing::info;
 
-use super::{is_pod_active, is_pod_ready, object_ref, ControllerManager, Error};
+use super::{controlled_pods, is_pod_active, is_pod_ready, object_ref, ControllerManager, Error};
 use crate::plugins::node_affinity::FIELD_METADATA_NAME;
 use crate::server::admission;
 use crate::server::events::{NORMAL, WARNING};
@@ -131,9 +131,7 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
     if ds.metadata.deletion_timestamp.is_some() {
         return Ok(());
     }
-    let pods: Vec<Pod> = m
-        .cache
-        .controlled_pods(&ds.metadata.uid)
+    let pods: Vec<Pod> = controlled_pods(&m.cache, &ds.metadata.uid)
         .into_iter()
         .cloned()
         .collect();

@@ -16,7 +16,7 @@ use berth_proto::model::{
 use berth_store::{Op, Precondition};
 use tracing::info;
 
-use super::{controller_of, is_pod_active, object_ref, ControllerManager, Error};
+use super::{controlled_pods, controller_of, is_pod_active, object_ref, ControllerManager, Error};
 use crate::server::events::NORMAL;
 use crate::workloads::replica_set_for;
 
@@ -205,8 +205,7 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
     let plan = match strategy.type_.unwrap_or_default() {
         DeploymentStrategyType::Recreate => {
             let old_pods_active = olds.iter().any(|rs| {
-                m.cache
-                    .controlled_pods(&rs.metadata.uid)
+                controlled_pods(&m.cache, &rs.metadata.uid)
                     .into_iter()
                     .any(is_pod_active)
             });

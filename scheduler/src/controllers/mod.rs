@@ -4,8 +4,10 @@
 //!
 //! # How it runs
 //!
-//! The manager subscribes to the store, lists every kind it needs into a [`Cache`], and
-//! turns each change into work items (a ReplicaSet to reconcile, a budget to recount, an
+//! The manager follows the store through the server's informer runtime
+//! ([`crate::server::informer`]): a watcher lists every kind it needs into a [`Cache`] (a
+//! reflector with an owner index) and lists again when it falls behind, and the manager
+//! turns each event into work items (a ReplicaSet to reconcile, a budget to recount, an
 //! owner whose dependents must go). Work is level-triggered: a reconcile reads the cache,
 //! compares desired with actual state and writes the difference through the store with
 //! resourceVersion preconditions. A write that fails (a conflict, a refused pod) puts the
@@ -15,7 +17,8 @@
 //! The cache is updated from the changes a commit returns as soon as it returns, so a
 //! reconcile never acts twice on the same missing pod (kube's controllers keep
 //! "expectations" for this); the copy of the same change that later arrives from the
-//! subscription is recognised by its revision and skipped.
+//! subscription is recognised by its revision and skipped. Failed work waits in a
+//! [`WorkQueue`] with per-item back-off.
 //!
 //! # Layout
 //!
@@ -34,19 +37,18 @@ pub mod garbage_collector;
 pub mod replicaset;
 
 use berth_proto::names;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use berth_proto::model::{Kind, Object, ObjectKey, ObjectReference, OwnerReference, Pod};
-use berth_store::{Change, ChangeType, ObjectStore, Op};
+use berth_store::{ObjectStore, Op};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::server::events::EventRecorder;
+use crate::server::informer::{self, Event, Reflector, Watcher, WorkQueue};
 use crate::server::writer::Writer;
 
 /// The kinds the controllers read.
@@ -109,144 +111,22 @@ pub enum Work {
 
 /// The controllers' view of the store: every object of the watched kinds, with an index
 /// from owner uid to dependents.
-#[derive(Default)]
-pub struct Cache {
-    objects: HashMap<Kind, BTreeMap<(String, String), Object>>,
-    /// Owner uid → keys of the objects that name it in their ownerReferences.
-    dependents: HashMap<String, BTreeSet<ObjectKey>>,
-    /// Keys deleted by a commit whose change may still be behind in the subscription, with
-    /// the deletion's revision: older changes of these keys are ignored.
-    tombstones: HashMap<ObjectKey, u64>,
-}
+pub type Cache = Reflector;
 
-fn revision_of(obj: &Object) -> u64 {
-    obj.meta().resource_version.parse().unwrap_or(0)
-}
-
-impl Cache {
-    /// Applies a change unless the cache already holds a newer state of the object. Returns
-    /// the previous state and whether the change was applied.
-    pub fn apply(&mut self, change: &Change) -> (Option<Object>, bool) {
-        let key = change.object.key();
-        if self
-            .tombstones
-            .get(&key)
-            .is_some_and(|&d| d >= change.revision)
-        {
-            return (None, false);
-        }
-        let map = self.objects.entry(key.kind).or_default();
-        let map_key = (key.namespace.clone(), key.name.clone());
-        if let Some(old) = map.get(&map_key) {
-            if revision_of(old) >= change.revision {
-                return (None, false);
+/// The pods controlled by the owner with this uid (controller ownerReference).
+pub fn controlled_pods<'a>(cache: &'a Cache, uid: &str) -> Vec<&'a Pod> {
+    cache
+        .dependents_of(uid)
+        .into_iter()
+        .filter_map(|o| match o {
+            Object::Pod(p)
+                if controller_of(&p.metadata.owner_references).is_some_and(|r| r.uid == uid) =>
+            {
+                Some(p)
             }
-        }
-        let old = match change.change_type {
-            ChangeType::Deleted => {
-                self.tombstones.insert(key.clone(), change.revision);
-                map.remove(&map_key)
-            }
-            _ => map.insert(map_key, change.object.clone()),
-        };
-        if let Some(old) = &old {
-            for owner in &old.meta().owner_references {
-                if let Some(set) = self.dependents.get_mut(&owner.uid) {
-                    set.remove(&key);
-                    if set.is_empty() {
-                        self.dependents.remove(&owner.uid);
-                    }
-                }
-            }
-        }
-        if change.change_type != ChangeType::Deleted {
-            for owner in &change.object.meta().owner_references {
-                if !owner.uid.is_empty() {
-                    self.dependents
-                        .entry(owner.uid.clone())
-                        .or_default()
-                        .insert(key.clone());
-                }
-            }
-        }
-        (old, true)
-    }
-
-    /// Forgets tombstones the subscription has moved past (its changes arrive in commit
-    /// order, so nothing older than `revision` is still to come).
-    fn prune_tombstones(&mut self, revision: u64) {
-        if !self.tombstones.is_empty() {
-            self.tombstones.retain(|_, d| *d > revision);
-        }
-    }
-
-    /// Inserts an object as listed from the store.
-    fn insert_listed(&mut self, obj: Object) {
-        let revision = revision_of(&obj);
-        self.apply(&Change {
-            change_type: ChangeType::Added,
-            object: obj,
-            revision,
-        });
-    }
-
-    /// An object by kind, namespace and name.
-    pub fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<&Object> {
-        let key = ObjectKey::new(kind, namespace, name);
-        self.objects.get(&kind)?.get(&(key.namespace, key.name))
-    }
-
-    /// Every object of a kind, in (namespace, name) order; with a namespace, only its own.
-    pub fn list(&self, kind: Kind, namespace: Option<&str>) -> Vec<&Object> {
-        let Some(map) = self.objects.get(&kind) else {
-            return Vec::new();
-        };
-        match namespace {
-            None => map.values().collect(),
-            Some(ns) => map
-                .range((ns.to_string(), String::new())..)
-                .take_while(|((n, _), _)| n == ns)
-                .map(|(_, o)| o)
-                .collect(),
-        }
-    }
-
-    /// Every pod of a namespace.
-    pub fn pods(&self, namespace: &str) -> Vec<&Pod> {
-        self.list(Kind::Pod, Some(namespace))
-            .into_iter()
-            .filter_map(|o| match o {
-                Object::Pod(p) => Some(p),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// The objects whose ownerReferences name this uid.
-    pub fn dependents_of(&self, uid: &str) -> Vec<&Object> {
-        self.dependents
-            .get(uid)
-            .into_iter()
-            .flatten()
-            .filter_map(|k| self.get(k.kind, &k.namespace, &k.name))
-            .collect()
-    }
-
-    /// The pods controlled by the owner with this uid (controller ownerReference).
-    pub fn controlled_pods(&self, uid: &str) -> Vec<&Pod> {
-        self.dependents_of(uid)
-            .into_iter()
-            .filter_map(|o| match o {
-                Object::Pod(p)
-                    if controller_of(&p.metadata.owner_references)
-                        .is_some_and(|r| r.uid == uid) =>
-                {
-                    Some(p)
-                }
-                _ => None,
-            })
-            .collect()
-    }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The ownerReference with `controller: true`, if any.
@@ -281,16 +161,12 @@ pub fn object_ref(obj: &Object) -> ObjectReference {
     }
 }
 
-/// Runs the controllers: owns the cache and the work queue.
+/// Runs the controllers: owns the watcher, the cache and the work queue.
 pub struct ControllerManager {
-    store: Arc<dyn ObjectStore>,
-    changes: broadcast::Receiver<Arc<Change>>,
+    watcher: Watcher,
     /// The controllers' view of the store.
     pub cache: Cache,
-    queue: BTreeSet<Work>,
-    retries: Vec<(Instant, Work)>,
-    /// Consecutive failures of each work item that is failing.
-    failures: HashMap<Work, u32>,
+    queue: WorkQueue<Work>,
     /// Random pod-name suffixes.
     pub rng: SmallRng,
     /// Events about controllers' objects.
@@ -303,14 +179,10 @@ impl ControllerManager {
     /// A manager over `store`, recording events through `writer`. Subscribes at once, so
     /// nothing committed before [`ControllerManager::spawn`] lists is missed.
     pub fn new(store: Arc<dyn ObjectStore>, writer: Writer) -> Self {
-        let changes = store.subscribe();
         ControllerManager {
-            store,
-            changes,
-            cache: Cache::default(),
-            queue: BTreeSet::new(),
-            retries: Vec::new(),
-            failures: HashMap::new(),
+            watcher: Watcher::new("controllers", store, &WATCHED),
+            cache: Cache::new().with_owner_index(),
+            queue: WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY),
             rng: SmallRng::from_rng(&mut rand::rng()),
             events: EventRecorder::new(writer, "controller-manager"),
             admission: Default::default(),
@@ -325,40 +197,30 @@ impl ControllerManager {
 
     /// Runs the manager on a thread of its own (its store writes block) until `shutdown`.
     pub fn spawn(self, shutdown: CancellationToken) -> std::thread::JoinHandle<()> {
-        std::thread::Builder::new()
-            .name("controllers".into())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("building the controllers' runtime");
-                rt.block_on(self.run(shutdown));
-            })
-            .expect("spawning the controllers thread")
+        informer::spawn("controllers", move || self.run(shutdown))
     }
 
     async fn run(mut self, shutdown: CancellationToken) {
-        self.relist();
         info!("controllers started");
         let mut next_resync = Instant::now() + RESYNC_PERIOD;
         loop {
             self.process();
             let now = Instant::now();
             let wake = self
-                .retries
-                .iter()
-                .map(|(t, _)| *t)
-                .min()
-                .unwrap_or(next_resync)
-                .min(next_resync);
+                .queue
+                .next_retry()
+                .map_or(next_resync, |t| t.min(next_resync));
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                received = self.changes.recv() => {
-                    if !self.on_received(received) {
-                        break;
-                    }
+                event = self.watcher.next(&mut self.cache) => {
+                    let Some(event) = event else { break };
+                    self.on_event(event);
+                    // Let the rest of the commit (and of a burst) arrive: one reconcile
+                    // then sees all of it.
                     tokio::time::sleep(DEBOUNCE).await;
-                    self.drain_changes();
+                    while let Some(event) = self.watcher.try_next(&mut self.cache) {
+                        self.on_event(event);
+                    }
                 }
                 _ = tokio::time::sleep(wake.saturating_duration_since(now)) => {}
             }
@@ -367,62 +229,21 @@ impl ControllerManager {
                 self.enqueue_all();
                 next_resync = now + RESYNC_PERIOD;
             }
-            let (due, later): (Vec<_>, Vec<_>) =
-                self.retries.drain(..).partition(|(t, _)| *t <= now);
-            self.retries = later;
-            self.queue.extend(due.into_iter().map(|(_, w)| w));
+            self.queue.promote_due(now);
         }
         info!("controllers stopped");
     }
 
-    /// Handles one subscription result; false when the store has closed.
-    fn on_received(&mut self, received: Result<Arc<Change>, broadcast::error::RecvError>) -> bool {
-        match received {
-            Ok(change) => {
-                self.cache.prune_tombstones(change.revision);
-                self.observe(&change);
-                true
+    /// Queues the work an event calls for; a finished list queues everything.
+    fn on_event(&mut self, event: Event) {
+        match event {
+            Event::Init => {}
+            Event::InitDone => self.enqueue_all(),
+            Event::InitApply { object, previous } | Event::Apply { object, previous } => {
+                self.observe(&object, previous.as_deref(), false)
             }
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                warn!(
-                    missed = n,
-                    "controllers fell behind the store; listing again"
-                );
-                self.relist();
-                true
-            }
-            Err(broadcast::error::RecvError::Closed) => false,
+            Event::Delete { object } => self.observe(&object, None, true),
         }
-    }
-
-    fn drain_changes(&mut self) {
-        loop {
-            match self.changes.try_recv() {
-                Ok(change) => {
-                    self.on_received(Ok(change));
-                }
-                Err(broadcast::error::TryRecvError::Lagged(n)) => {
-                    self.on_received(Err(broadcast::error::RecvError::Lagged(n)));
-                }
-                Err(_) => return,
-            }
-        }
-    }
-
-    /// Reloads the cache from the store and queues every object.
-    fn relist(&mut self) {
-        let mut cache = Cache::default();
-        for kind in WATCHED {
-            match self.store.list(kind, None) {
-                Ok(objects) => objects.into_iter().for_each(|o| cache.insert_listed(o)),
-                Err(e) => {
-                    warn!(kind = %kind, error = %e, "listing for the controllers failed");
-                    self.retry(Work::OrphanScan);
-                }
-            }
-        }
-        self.cache = cache;
-        self.enqueue_all();
     }
 
     fn enqueue_all(&mut self) {
@@ -440,41 +261,33 @@ impl ControllerManager {
                 .collect();
             self.queue.extend(work);
         }
-        self.queue.insert(Work::OrphanScan);
+        self.queue.add(Work::OrphanScan);
     }
 
-    /// Applies a change to the cache and queues the work it calls for.
-    fn observe(&mut self, change: &Change) {
-        let (old, applied) = self.cache.apply(change);
-        if !applied {
-            return;
-        }
-        let obj = &change.object;
+    /// Queues the work a change of `obj` (from `old`, if it was known) calls for.
+    fn observe(&mut self, obj: &Object, old: Option<&Object>, deleted: bool) {
         let meta = obj.meta();
         let ns = meta.namespace.clone();
-        let deleted = change.change_type == ChangeType::Deleted;
         match obj {
             Object::Pod(pod) => {
                 let mut refs: Vec<&OwnerReference> = controller_of(&pod.metadata.owner_references)
                     .into_iter()
                     .collect();
-                if let Some(Object::Pod(old)) = &old {
+                if let Some(Object::Pod(old)) = old {
                     refs.extend(controller_of(&old.metadata.owner_references));
                 }
                 for r in refs {
                     match r.kind.as_str() {
                         "ReplicaSet" => {
-                            self.queue
-                                .insert(Work::ReplicaSet(ns.clone(), r.name.clone()));
+                            self.queue.add(Work::ReplicaSet(ns.clone(), r.name.clone()));
                         }
                         "DaemonSet" => {
-                            self.queue
-                                .insert(Work::DaemonSet(ns.clone(), r.name.clone()));
+                            self.queue.add(Work::DaemonSet(ns.clone(), r.name.clone()));
                         }
                         _ => {}
                     }
                 }
-                let old_labels = match &old {
+                let old_labels = match old {
                     Some(Object::Pod(p)) => Some(&p.metadata.labels),
                     _ => None,
                 };
@@ -507,14 +320,14 @@ impl ControllerManager {
             }
             Object::Deployment(_) | Object::ReplicaSet(_) | Object::DaemonSet(_) => {
                 if deleted {
-                    self.queue.insert(Work::Orphans(meta.uid.clone()));
+                    self.queue.add(Work::Orphans(meta.uid.clone()));
                 } else {
-                    self.queue.insert(work_for(obj.kind(), &ns, &meta.name));
+                    self.queue.add(work_for(obj.kind(), &ns, &meta.name));
                 }
                 if let Some(owner) = controller_of(&meta.owner_references) {
                     if owner.kind == "Deployment" {
                         self.queue
-                            .insert(Work::Deployment(ns.clone(), owner.name.clone()));
+                            .add(Work::Deployment(ns.clone(), owner.name.clone()));
                     }
                 }
                 // Budgets count the replicas of the pods' controllers.
@@ -527,7 +340,7 @@ impl ControllerManager {
                 self.queue.extend(budgets);
             }
             Object::PodDisruptionBudget(_) if !deleted => {
-                self.queue.insert(Work::Budget(ns, meta.name.clone()));
+                self.queue.add(Work::Budget(ns, meta.name.clone()));
             }
             _ => {}
         }
@@ -535,7 +348,7 @@ impl ControllerManager {
 
     /// Runs queued work until the queue is empty.
     fn process(&mut self) {
-        while let Some(work) = self.queue.pop_first() {
+        while let Some(work) = self.queue.pop() {
             let result = match &work {
                 Work::Deployment(ns, name) => deployment::reconcile(self, ns, name),
                 Work::ReplicaSet(ns, name) => replicaset::reconcile(self, ns, name),
@@ -544,11 +357,8 @@ impl ControllerManager {
                 Work::Orphans(uid) => garbage_collector::collect_dependents(self, uid),
                 Work::OrphanScan => garbage_collector::scan(self),
             };
-            if result.is_ok() {
-                self.failures.remove(&work);
-            }
-            if let Err(e) = result {
-                match &e {
+            if let Err(e) = &result {
+                match e {
                     Error::Store(berth_store::Error::Conflict { .. })
                     | Error::Store(berth_store::Error::NotFound { .. })
                     | Error::Store(berth_store::Error::AlreadyExists { .. }) => {
@@ -556,19 +366,9 @@ impl ControllerManager {
                     }
                     _ => warn!(?work, error = %e, "reconcile failed; retrying"),
                 }
-                self.retry(work);
             }
+            self.queue.done(work, result.is_ok(), Instant::now());
         }
-    }
-
-    fn retry(&mut self, work: Work) {
-        if self.retries.iter().any(|(_, w)| *w == work) {
-            return;
-        }
-        let failures = self.failures.entry(work.clone()).or_default();
-        let delay = retry_delay(*failures);
-        *failures = failures.saturating_add(1);
-        self.retries.push((Instant::now() + delay, work));
     }
 
     /// Commits `ops` atomically and applies the resulting changes to the cache at once.
@@ -576,24 +376,19 @@ impl ControllerManager {
         if ops.is_empty() {
             return Ok(());
         }
-        let changes = self.store.commit(ops)?;
+        let changes = self.watcher.store().commit(ops)?;
         for change in &changes {
-            self.observe(change);
+            if let Some(event) = self.cache.apply(change) {
+                self.on_event(event);
+            }
         }
         Ok(())
     }
 
     /// The store, for reads that admission needs.
     pub fn store(&self) -> &dyn ObjectStore {
-        self.store.as_ref()
+        self.watcher.store().as_ref()
     }
-}
-
-/// The delay before the retry that follows `failures` earlier failures.
-fn retry_delay(failures: u32) -> Duration {
-    RETRY_DELAY
-        .saturating_mul(1u32 << failures.min(16))
-        .min(MAX_RETRY_DELAY)
 }
 
 fn work_for(kind: Kind, namespace: &str, name: &str) -> Work {
@@ -603,148 +398,5 @@ fn work_for(kind: Kind, namespace: &str, name: &str) -> Work {
         Kind::ReplicaSet => Work::ReplicaSet(ns, name),
         Kind::DaemonSet => Work::DaemonSet(ns, name),
         _ => Work::Budget(ns, name),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use berth_proto::model::ObjectMeta;
-
-    fn pod_change(name: &str, owner_uid: &str, revision: u64, change_type: ChangeType) -> Change {
-        let mut pod = Pod {
-            metadata: ObjectMeta {
-                name: name.into(),
-                namespace: "default".into(),
-                resource_version: revision.to_string(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        pod.metadata.owner_references.push(OwnerReference {
-            kind: "ReplicaSet".into(),
-            name: "rs".into(),
-            uid: owner_uid.into(),
-            controller: Some(true),
-            ..Default::default()
-        });
-        Change {
-            change_type,
-            object: Object::Pod(pod),
-            revision,
-        }
-    }
-
-    #[test]
-    fn the_cache_ignores_stale_changes_and_indexes_owners() {
-        struct Case {
-            name: &'static str,
-            changes: Vec<Change>,
-            want_pods: Vec<&'static str>,
-            want_dependents: usize,
-        }
-        let cases = vec![
-            Case {
-                name: "added",
-                changes: vec![pod_change("a", "u1", 5, ChangeType::Added)],
-                want_pods: vec!["a"],
-                want_dependents: 1,
-            },
-            Case {
-                name: "an older modification after a newer one is skipped",
-                changes: vec![
-                    pod_change("a", "u1", 7, ChangeType::Modified),
-                    pod_change("a", "u1", 6, ChangeType::Modified),
-                ],
-                want_pods: vec!["a"],
-                want_dependents: 1,
-            },
-            Case {
-                name: "a modification older than a deletion does not bring the pod back",
-                changes: vec![
-                    pod_change("a", "u1", 5, ChangeType::Added),
-                    pod_change("a", "u1", 9, ChangeType::Deleted),
-                    pod_change("a", "u1", 8, ChangeType::Modified),
-                ],
-                want_pods: vec![],
-                want_dependents: 0,
-            },
-            Case {
-                name: "a newer creation after a deletion is kept",
-                changes: vec![
-                    pod_change("a", "u1", 5, ChangeType::Added),
-                    pod_change("a", "u1", 9, ChangeType::Deleted),
-                    pod_change("a", "u2", 10, ChangeType::Added),
-                ],
-                want_pods: vec!["a"],
-                want_dependents: 0,
-            },
-        ];
-        for case in cases {
-            let mut cache = Cache::default();
-            for change in &case.changes {
-                cache.apply(change);
-            }
-            let names: Vec<&str> = cache
-                .pods("default")
-                .iter()
-                .map(|p| p.metadata.name.as_str())
-                .collect();
-            assert_eq!(names, case.want_pods, "{}", case.name);
-            assert_eq!(
-                cache.controlled_pods("u1").len(),
-                case.want_dependents,
-                "{}",
-                case.name
-            );
-        }
-    }
-
-    #[test]
-    fn retries_back_off_exponentially_up_to_a_limit() {
-        struct Case {
-            failures: u32,
-            want: Duration,
-        }
-        let cases = [
-            Case {
-                failures: 0,
-                want: Duration::from_millis(500),
-            },
-            Case {
-                failures: 1,
-                want: Duration::from_secs(1),
-            },
-            Case {
-                failures: 3,
-                want: Duration::from_secs(4),
-            },
-            Case {
-                failures: 6,
-                want: Duration::from_secs(30),
-            },
-            Case {
-                failures: u32::MAX,
-                want: Duration::from_secs(30),
-            },
-        ];
-        for case in cases {
-            assert_eq!(
-                retry_delay(case.failures),
-                case.want,
-                "{} failures",
-                case.failures
-            );
-        }
-    }
-
-    #[test]
-    fn tombstones_are_pruned_once_the_subscription_passes_them() {
-        let mut cache = Cache::default();
-        cache.apply(&pod_change("a", "u1", 5, ChangeType::Deleted));
-        cache.prune_tombstones(4);
-        assert_eq!(cache.tombstones.len(), 1, "revision 4 is older");
-        cache.prune_tombstones(5);
-        assert!(cache.tombstones.is_empty(), "revision 5 is the deletion");
     }
 }

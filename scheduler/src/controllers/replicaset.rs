@@ -14,7 +14,7 @@ use berth_proto::model::{Object, ObjectKey, Pod, PodPhase, ReplicaSet, Time};
 use berth_store::{Op, Precondition};
 use tracing::info;
 
-use super::{is_pod_active, is_pod_ready, object_ref, ControllerManager, Error};
+use super::{controlled_pods, is_pod_active, is_pod_ready, object_ref, ControllerManager, Error};
 use crate::server::admission;
 use crate::server::events::{NORMAL, WARNING};
 use crate::workloads::pods_for_replica_set;
@@ -137,9 +137,7 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
     if rs.metadata.deletion_timestamp.is_some() {
         return Ok(());
     }
-    let owned: Vec<Pod> = m
-        .cache
-        .controlled_pods(&rs.metadata.uid)
+    let owned: Vec<Pod> = controlled_pods(&m.cache, &rs.metadata.uid)
         .into_iter()
         .cloned()
         .collect();

@@ -8,6 +8,8 @@
 //! - [`agents`]: the `Agent` service and the dispatcher that routes pods to node sessions.
 //! - [`scheduling`]: the scheduling loop (snapshot, queue, cycle, assume, bind).
 //! - [`writer`]: group-committed writes for binds, statuses and events.
+//! - [`informer`]: the watch-loop runtime: list, follow the changes, re-list after falling
+//!   behind; the reflector of the latest objects; the work queue with back-off.
 //! - [`events`]: the event recorder.
 //! - [`error`]: the server's error type and its mapping to gRPC statuses.
 //! - [`security`]: bearer tokens and roles, NodeRestriction, TLS.
@@ -24,6 +26,7 @@ pub mod api;
 pub mod error;
 pub mod events;
 pub mod eviction;
+pub mod informer;
 pub mod node_lifecycle;
 pub mod quota;
 pub mod scheduling;
@@ -197,28 +200,28 @@ pub async fn run(
             .with_admission(admission_config)
             .spawn(shutdown.clone());
     let node_health = Arc::new(node_lifecycle::NodeHealth::new());
-    let lifecycle = tokio::spawn(node_lifecycle::run(
-        node_lifecycle::NodeLifecycleController::new(
-            store.clone(),
-            node_health.clone(),
-            node_lifecycle::LifecycleConfig {
-                monitor_period: args.node_monitor_period,
-                grace_period: args.node_monitor_grace_period,
-                eviction_rate: args.node_eviction_rate,
-            },
-            events::EventRecorder::new(writer.clone(), node_lifecycle::COMPONENT),
-        ),
-        store.subscribe(),
-        shutdown.clone(),
-    ));
-    let taint_eviction = tokio::spawn(taint_eviction::run(
-        taint_eviction::TaintEvictionController::new(
-            store.clone(),
-            events::EventRecorder::new(writer.clone(), taint_eviction::COMPONENT),
-        ),
-        store.subscribe(),
-        shutdown.clone(),
-    ));
+    let lifecycle = node_lifecycle::NodeLifecycleController::new(
+        store.clone(),
+        node_health.clone(),
+        node_lifecycle::LifecycleConfig {
+            monitor_period: args.node_monitor_period,
+            grace_period: args.node_monitor_grace_period,
+            eviction_rate: args.node_eviction_rate,
+        },
+        events::EventRecorder::new(writer.clone(), node_lifecycle::COMPONENT),
+    );
+    let lifecycle_thread = informer::spawn("node-lifecycle", {
+        let shutdown = shutdown.clone();
+        move || node_lifecycle::run(lifecycle, shutdown)
+    });
+    let taint_eviction = taint_eviction::TaintEvictionController::new(
+        store.clone(),
+        events::EventRecorder::new(writer.clone(), taint_eviction::COMPONENT),
+    );
+    let taint_eviction_thread = informer::spawn("taint-eviction", {
+        let shutdown = shutdown.clone();
+        move || taint_eviction::run(taint_eviction, shutdown)
+    });
 
     let sessions = Arc::new(agents::Sessions::default());
     // Agents' events are recorded as kubelet records its own.
@@ -314,8 +317,8 @@ pub async fn run(
     let _ = tokio::task::spawn_blocking(move || loop_thread.join()).await;
     let _ = tokio::task::spawn_blocking(move || controllers_thread.join()).await;
     // The controllers hold event recorders: they must end before the writer can.
-    let _ = lifecycle.await;
-    let _ = taint_eviction.await;
+    let _ = tokio::task::spawn_blocking(move || lifecycle_thread.join()).await;
+    let _ = tokio::task::spawn_blocking(move || taint_eviction_thread.join()).await;
     drop(writer);
     let _ = writer_task.await;
     info!("berth-scheduler stopped");

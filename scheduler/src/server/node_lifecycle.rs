@@ -3,6 +3,9 @@
 //! and keeps the condition taints (`not-ready`, `unreachable`, `memory-pressure`, ...) in step
 //! with the node's conditions, adding the NoExecute ones at a limited rate.
 //!
+//! The controller follows the nodes through an [`Informer`]: each round works from its
+//! reflector, and a node change (or a re-list after falling behind) starts a round at once.
+//!
 //! Heartbeat times live in memory ([`NodeHealth`], fed by the agent service): after a scheduler
 //! restart every node gets a fresh grace period, so that a restart does not taint the whole
 //! cluster. Only nodes an agent looks after are watched for silence: a node whose Ready
@@ -39,13 +42,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use berth_proto::model::{Kind, Node, NodeCondition, Object, Taint, TaintEffect, Time};
-use berth_store::{Change, ObjectStore, Op, Precondition};
-use tokio::sync::broadcast;
+use berth_store::{ObjectStore, Op, Precondition};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::error::Result;
 use super::events::{node_ref, EventRecorder, NORMAL};
+use super::informer::Informer;
 
 /// Reason of a condition the controller set to Unknown.
 pub const REASON_NODE_STATUS_UNKNOWN: &str = "NodeStatusUnknown";
@@ -359,7 +362,7 @@ struct Plan {
 
 /// The controller. [`NodeLifecycleController::pass`] does one round; [`run`] drives it.
 pub struct NodeLifecycleController {
-    store: Arc<dyn ObjectStore>,
+    nodes: Informer,
     health: Arc<NodeHealth>,
     config: LifecycleConfig,
     queue: NoExecuteQueue,
@@ -368,7 +371,7 @@ pub struct NodeLifecycleController {
 
 impl NodeLifecycleController {
     /// A controller over `store`, reading heartbeats from `health`, recording events with
-    /// `events`.
+    /// `events`. Subscribes to the store's changes now.
     pub fn new(
         store: Arc<dyn ObjectStore>,
         health: Arc<NodeHealth>,
@@ -376,7 +379,7 @@ impl NodeLifecycleController {
         events: EventRecorder,
     ) -> Self {
         NodeLifecycleController {
-            store,
+            nodes: Informer::new("node lifecycle", store, &[Kind::Node]),
             health,
             queue: NoExecuteQueue::new(config.eviction_rate, Instant::now()),
             config,
@@ -388,16 +391,18 @@ impl NodeLifecycleController {
     /// A node changed meanwhile by someone else is left for the next round.
     pub fn pass(&mut self, now: Instant) -> Result<()> {
         let wall = Time::now();
-        let mut nodes: Vec<Node> = self
-            .store
-            .list(Kind::Node, None)?
+        // Catch up with the store first (the informer lists on its first call).
+        while self.nodes.try_next().is_some() {}
+        let nodes: Vec<Node> = self
+            .nodes
+            .cache()
+            .list(Kind::Node, None)
             .into_iter()
             .filter_map(|o| match o {
-                Object::Node(n) => Some(n),
+                Object::Node(n) => Some(n.clone()),
                 _ => None,
             })
             .collect();
-        nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let names: HashSet<&str> = nodes.iter().map(|n| n.metadata.name.as_str()).collect();
         self.health.retain(&names);
 
@@ -472,13 +477,18 @@ impl NodeLifecycleController {
     }
 
     /// Writes a node if nobody changed it since it was read; returns whether it was written.
-    fn write(&self, plan: &Plan) -> Result<bool> {
+    /// The written state goes into the reflector at once, so that its copy from the stream
+    /// does not start another round.
+    fn write(&mut self, plan: &Plan) -> Result<bool> {
         let rv = plan.stored.metadata.resource_version.clone();
-        match self.store.commit(vec![Op::Update {
+        match self.nodes.store().commit(vec![Op::Update {
             object: Object::Node(plan.updated.clone()),
             precondition: Precondition::ResourceVersion(rv),
         }]) {
-            Ok(_) => {
+            Ok(changes) => {
+                for change in &changes {
+                    self.nodes.apply(change);
+                }
                 debug!(node = %plan.updated.metadata.name, taints = ?plan.updated.spec.taints, "node updated");
                 Ok(true)
             }
@@ -491,12 +501,9 @@ impl NodeLifecycleController {
 }
 
 /// Runs the controller every monitor period, and soon after any node changes (so that
-/// pressure taints follow a condition within moments), until `shutdown` fires.
-pub async fn run(
-    controller: NodeLifecycleController,
-    mut changes: broadcast::Receiver<Arc<Change>>,
-    shutdown: CancellationToken,
-) {
+/// pressure taints follow a condition within moments), until `shutdown` fires. Its rounds
+/// write to the store: run it on a thread of its own ([`super::informer::spawn`]).
+pub async fn run(mut controller: NodeLifecycleController, shutdown: CancellationToken) {
     let period = controller.config.monitor_period;
     info!(
         monitor_period = ?period,
@@ -504,39 +511,18 @@ pub async fn run(
         eviction_rate = controller.config.eviction_rate,
         "node lifecycle controller started"
     );
-    let controller = Arc::new(Mutex::new(controller));
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = ticker.tick() => {}
-            received = changes.recv() => match received {
-                Ok(change) if change.object.kind() == Kind::Node => {}
-                // Missed changes may have been node changes: look at every node.
-                Err(broadcast::error::RecvError::Lagged(_)) => {}
-                Ok(_) => continue,
-                Err(broadcast::error::RecvError::Closed) => return,
-            },
+            // Every event is about a node; one round serves the whole batch (the round
+            // itself takes what arrived meanwhile).
+            batch = controller.nodes.next() => if batch.is_none() { return },
         }
-        // One round serves every change that queued up meanwhile.
-        while !changes.is_empty() {
-            if let Err(broadcast::error::TryRecvError::Closed) = changes.try_recv() {
-                return;
-            }
-        }
-        let controller = controller.clone();
-        let result = tokio::task::spawn_blocking(move || {
-            controller
-                .lock()
-                .expect("node lifecycle controller lock poisoned")
-                .pass(Instant::now())
-        })
-        .await;
-        match result {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => warn!(error = %e, "node lifecycle pass failed"),
-            Err(e) => warn!(error = %e, "node lifecycle pass panicked"),
+        if let Err(e) = controller.pass(Instant::now()) {
+            warn!(error = %e, "node lifecycle pass failed");
         }
     }
 }

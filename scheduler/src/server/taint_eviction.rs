@@ -15,22 +15,25 @@
 //! `DeletionByTaintManager`) and is deleted through the store, so that its agent stops it and
 //! its owner replaces it; an Event `TaintManagerEviction` says so. Pods that have ended
 //! (Succeeded, Failed) are left in place: they run nowhere.
+//!
+//! The controller follows nodes and pods through an [`Informer`] and works from its
+//! reflector; after a re-list (it fell behind the store) it looks at every node again.
 
 use berth_proto::names;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use berth_proto::model::{
     Kind, Node, Object, ObjectKey, Pod, PodCondition, Taint, TaintEffect, Time, Toleration,
 };
-use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
-use tokio::sync::broadcast;
+use berth_store::{ObjectStore, Op, Precondition};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::error::Result;
 use super::events::{pod_ref, EventRecorder, NORMAL};
+use super::informer::{Event, Informer};
 use super::scheduling::set_condition;
 use crate::plugins::taint_toleration::toleration_matches;
 
@@ -100,10 +103,12 @@ struct Scheduled {
 }
 
 /// The controller's memory: NoExecute taints by node, and the evictions it has planned.
-/// Everything here can be rebuilt from the store ([`TaintEvictionController::resync`]).
+/// Everything here can be rebuilt from the reflector ([`TaintEvictionController::resync`]).
 pub struct TaintEvictionController {
-    store: Arc<dyn ObjectStore>,
+    informer: Informer,
     events: EventRecorder,
+    /// Set when a round failed: the next one looks at everything again.
+    needs_resync: bool,
     /// NoExecute taints of each node that has some.
     tainted: HashMap<String, Vec<TimedTaint>>,
     /// Planned evictions by pod uid.
@@ -111,11 +116,13 @@ pub struct TaintEvictionController {
 }
 
 impl TaintEvictionController {
-    /// A controller over `store`, recording events with `events`.
+    /// A controller over `store`, recording events with `events`. Subscribes to the store's
+    /// changes now.
     pub fn new(store: Arc<dyn ObjectStore>, events: EventRecorder) -> Self {
         TaintEvictionController {
-            store,
+            informer: Informer::new("taint eviction", store, &[Kind::Node, Kind::Pod]),
             events,
+            needs_resync: false,
             tainted: HashMap::new(),
             scheduled: HashMap::new(),
         }
@@ -126,26 +133,26 @@ impl TaintEvictionController {
         self.scheduled.values().map(|s| s.at).min()
     }
 
-    /// Reads every node and every pod on a tainted node again, at `now`.
+    /// Takes every change that has arrived and acts on it at `now`: see
+    /// [`TaintEvictionController::handle`].
+    pub fn sync(&mut self, now: SystemTime) -> Result<()> {
+        let events: Vec<Event> = std::iter::from_fn(|| self.informer.try_next()).collect();
+        self.handle(&events, now)
+    }
+
+    /// Looks at every node and every pod on a tainted node again, at `now`.
     pub fn resync(&mut self, now: SystemTime) -> Result<()> {
-        let nodes: Vec<Node> = self
-            .store
-            .list(Kind::Node, None)?
-            .into_iter()
-            .filter_map(|o| match o {
-                Object::Node(n) => Some(n),
-                _ => None,
-            })
-            .collect();
         let previous = std::mem::take(&mut self.tainted);
-        for node in &nodes {
-            let taints = timed_taints(node, previous.get(&node.metadata.name), now);
-            if !taints.is_empty() {
-                self.tainted.insert(node.metadata.name.clone(), taints);
+        for obj in self.informer.cache().list(Kind::Node, None) {
+            if let Object::Node(node) = obj {
+                let taints = timed_taints(node, previous.get(&node.metadata.name), now);
+                if !taints.is_empty() {
+                    self.tainted.insert(node.metadata.name.clone(), taints);
+                }
             }
         }
-        let pods = self.pods_by_node()?;
-        let mut seen = std::collections::HashSet::new();
+        let pods = self.pods_by_node();
+        let mut seen = HashSet::new();
         for pod in pods.values().flatten() {
             seen.insert(pod.metadata.uid.clone());
             self.process_pod(pod, now);
@@ -155,26 +162,37 @@ impl TaintEvictionController {
         Ok(())
     }
 
-    /// Handles a batch of store changes, then evicts the pods whose time has come.
-    pub fn handle(&mut self, changes: &[Arc<Change>], now: SystemTime) -> Result<()> {
+    /// Handles a batch of events, then evicts the pods whose time has come. A batch that
+    /// ends a list (or follows a failed round) makes it look at everything again.
+    pub fn handle(&mut self, events: &[Event], now: SystemTime) -> Result<()> {
+        let result = self.handle_inner(events, now);
+        self.needs_resync = result.is_err();
+        result
+    }
+
+    fn handle_inner(&mut self, events: &[Event], now: SystemTime) -> Result<()> {
+        if self.needs_resync || events.iter().any(|e| *e == Event::InitDone) {
+            self.resync(now)?;
+            return self.fire_due(now);
+        }
         // The latest state of each node and pod in the batch; None: deleted.
-        let mut nodes: BTreeMap<String, Option<&Node>> = BTreeMap::new();
-        let mut pods: BTreeMap<String, (&Pod, bool)> = BTreeMap::new();
-        for change in changes {
-            let deleted = change.change_type == ChangeType::Deleted;
-            match &change.object {
-                Object::Node(node) => {
-                    nodes.insert(node.metadata.name.clone(), (!deleted).then_some(node));
+        let mut nodes: BTreeMap<String, Option<Node>> = BTreeMap::new();
+        let mut pods: BTreeMap<String, (Pod, bool)> = BTreeMap::new();
+        for event in events {
+            let deleted = event.is_delete();
+            match event.object() {
+                Some(Object::Node(node)) => {
+                    nodes.insert(node.metadata.name.clone(), (!deleted).then(|| node.clone()));
                 }
-                Object::Pod(pod) => {
-                    pods.insert(pod.metadata.uid.clone(), (pod, deleted));
+                Some(Object::Pod(pod)) => {
+                    pods.insert(pod.metadata.uid.clone(), (pod.clone(), deleted));
                 }
                 _ => {}
             }
         }
-        let mut redone = std::collections::HashSet::new();
+        let mut redone = HashSet::new();
         for (name, node) in nodes {
-            if self.node_changed(&name, node, now)? {
+            if self.node_changed(&name, node.as_ref(), now) {
                 redone.insert(name);
             }
         }
@@ -189,7 +207,7 @@ impl TaintEvictionController {
             } else if self.tainted.contains_key(&pod.spec.node_name)
                 || self.scheduled.contains_key(&uid)
             {
-                self.process_pod(pod, now);
+                self.process_pod(&pod, now);
             }
         }
         self.fire_due(now)
@@ -197,14 +215,14 @@ impl TaintEvictionController {
 
     /// Notes a node's new state; if its NoExecute taints changed, looks at every pod on it.
     /// Returns whether it did.
-    fn node_changed(&mut self, name: &str, node: Option<&Node>, now: SystemTime) -> Result<bool> {
+    fn node_changed(&mut self, name: &str, node: Option<&Node>, now: SystemTime) -> bool {
         let taints = match node {
             Some(node) => timed_taints(node, self.tainted.get(name), now),
             None => Vec::new(),
         };
         let before = self.tainted.get(name).map(Vec::as_slice).unwrap_or(&[]);
         if taints.as_slice() == before {
-            return Ok(false);
+            return false;
         }
         debug!(node = %name, taints = taints.len(), "NoExecute taints changed");
         if taints.is_empty() {
@@ -212,11 +230,11 @@ impl TaintEvictionController {
         } else {
             self.tainted.insert(name.to_string(), taints);
         }
-        let mut pods = self.pods_by_node()?;
+        let mut pods = self.pods_by_node();
         for pod in pods.remove(name).unwrap_or_default() {
             self.process_pod(&pod, now);
         }
-        Ok(true)
+        true
     }
 
     /// Evicts, plans or cancels the eviction of one pod, from its node's current taints.
@@ -258,7 +276,7 @@ impl TaintEvictionController {
             .map(|(uid, s)| (uid.clone(), s.key.clone()))
             .collect();
         for (uid, key) in due {
-            match self.store.get(&key)? {
+            match self.informer.store().get(&key)? {
                 Some(Object::Pod(pod)) if pod.metadata.uid == uid => self.process_pod(&pod, now),
                 _ => {
                     self.scheduled.remove(&uid);
@@ -268,28 +286,29 @@ impl TaintEvictionController {
         Ok(())
     }
 
-    /// Every non-terminal pod bound to a node, by node.
-    fn pods_by_node(&self) -> Result<HashMap<String, Vec<Pod>>> {
+    /// Every non-terminal pod bound to a node, by node, from the reflector.
+    fn pods_by_node(&self) -> HashMap<String, Vec<Pod>> {
         let mut by_node: HashMap<String, Vec<Pod>> = HashMap::new();
-        for obj in self.store.list(Kind::Pod, None)? {
+        for obj in self.informer.cache().list(Kind::Pod, None) {
             if let Object::Pod(pod) = obj {
                 if !pod.spec.node_name.is_empty() && !pod.status.phase.is_terminal() {
                     by_node
                         .entry(pod.spec.node_name.clone())
                         .or_default()
-                        .push(pod);
+                        .push(pod.clone());
                 }
             }
         }
-        Ok(by_node)
+        by_node
     }
 
     /// Marks the pod a disruption target and deletes it, if it is still the same pod on the
     /// same node; records the Event first, as Kubernetes does.
-    fn evict(&self, key: &ObjectKey, uid: &str, node: &str) {
+    fn evict(&mut self, key: &ObjectKey, uid: &str, node: &str) {
+        let store = self.informer.store().clone();
         let mut announced = false;
         for _ in 0..EVICTION_ATTEMPTS {
-            let mut pod = match self.store.get(key) {
+            let mut pod = match store.get(key) {
                 Ok(Some(Object::Pod(pod))) => pod,
                 Ok(_) => return,
                 Err(e) => {
@@ -327,11 +346,11 @@ impl TaintEvictionController {
                     },
                 );
                 let rv = pod.metadata.resource_version.clone();
-                match self.store.commit(vec![Op::Update {
+                match store.commit(vec![Op::Update {
                     object: Object::Pod(pod),
                     precondition: Precondition::ResourceVersion(rv),
                 }]) {
-                    Ok(_) => {}
+                    Ok(changes) => self.applied(&changes),
                     Err(berth_store::Error::Conflict { .. }) => continue,
                     Err(berth_store::Error::NotFound { .. }) => return,
                     Err(e) => {
@@ -342,11 +361,11 @@ impl TaintEvictionController {
                 continue; // delete the version just written
             }
             let rv = pod.metadata.resource_version.clone();
-            match self.store.commit(vec![Op::Delete {
+            match store.commit(vec![Op::Delete {
                 key: key.clone(),
                 precondition: Precondition::ResourceVersion(rv),
             }]) {
-                Ok(_) => return,
+                Ok(changes) => return self.applied(&changes),
                 Err(berth_store::Error::Conflict { .. }) => continue,
                 Err(berth_store::Error::NotFound { .. }) => return,
                 Err(e) => {
@@ -356,6 +375,14 @@ impl TaintEvictionController {
             }
         }
         warn!(pod = %key, "the pod kept changing; eviction left for the next change");
+    }
+
+    /// Puts the controller's own writes into the reflector at once: their copies from the
+    /// stream are then recognised and dropped.
+    fn applied(&mut self, changes: &[berth_store::Change]) {
+        for change in changes {
+            self.informer.apply(change);
+        }
     }
 
     fn record_cancel(&self, key: &ObjectKey, uid: &str) {
@@ -399,74 +426,34 @@ fn timed_taints(node: &Node, known: Option<&Vec<TimedTaint>>, now: SystemTime) -
         .collect()
 }
 
-/// Runs the controller until `shutdown` fires: it reads the store once, then follows its
-/// changes and wakes when a planned eviction is due.
-pub async fn run(
-    controller: TaintEvictionController,
-    mut changes: broadcast::Receiver<Arc<Change>>,
-    shutdown: CancellationToken,
-) {
+/// Runs the controller until `shutdown` fires: it lists nodes and pods, then follows their
+/// changes and wakes when a planned eviction is due. Its rounds write to the store: run it
+/// on a thread of its own ([`super::informer::spawn`]).
+pub async fn run(mut controller: TaintEvictionController, shutdown: CancellationToken) {
     /// How long to sleep when nothing is planned; changes wake the loop anyway.
     const IDLE: Duration = Duration::from_secs(3600);
-    let controller = Arc::new(Mutex::new(controller));
-    let mut resync = true;
     info!("taint eviction controller started");
     loop {
-        let mut batch = Vec::new();
-        if !resync {
-            let next = controller
-                .lock()
-                .expect("taint eviction lock poisoned")
-                .next_deadline();
-            let sleep = next.map_or(IDLE, |at| {
-                at.duration_since(SystemTime::now())
-                    .unwrap_or(Duration::ZERO)
-            });
+        let sleep = controller.next_deadline().map_or(IDLE, |at| {
+            at.duration_since(SystemTime::now())
+                .unwrap_or(Duration::ZERO)
+        });
+        let mut events = Vec::new();
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(sleep) => {}
+            event = controller.informer.next() => match event {
+                Some(event) => events.push(event),
+                None => return,
+            },
+        }
+        events.extend(std::iter::from_fn(|| controller.informer.try_next()));
+        if let Err(e) = controller.handle(&events, SystemTime::now()) {
+            warn!(error = %e, "taint eviction pass failed; looking at everything again");
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(sleep) => {}
-                received = changes.recv() => match received {
-                    Ok(change) => batch.push(change),
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        warn!(missed, "taint eviction controller fell behind; reading everything again");
-                        resync = true;
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
-                },
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
-            loop {
-                match changes.try_recv() {
-                    Ok(change) => batch.push(change),
-                    Err(broadcast::error::TryRecvError::Empty) => break,
-                    Err(broadcast::error::TryRecvError::Lagged(_)) => resync = true,
-                    Err(broadcast::error::TryRecvError::Closed) => return,
-                }
-            }
-        }
-        let controller = controller.clone();
-        let full = std::mem::take(&mut resync);
-        let result = tokio::task::spawn_blocking(move || -> Result<()> {
-            let mut c = controller.lock().expect("taint eviction lock poisoned");
-            let now = SystemTime::now();
-            if full {
-                c.resync(now)?;
-                c.fire_due(now)
-            } else {
-                c.handle(&batch, now)
-            }
-        })
-        .await;
-        match result {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                warn!(error = %e, "taint eviction pass failed; reading everything again");
-                resync = true;
-                tokio::select! {
-                    _ = shutdown.cancelled() => return,
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                }
-            }
-            Err(e) => warn!(error = %e, "taint eviction pass panicked"),
         }
     }
 }
@@ -475,7 +462,7 @@ pub async fn run(
 mod tests {
     use super::*;
     use berth_proto::model::{ObjectMeta, PodPhase, TolerationOperator};
-    use berth_store::SledStore;
+    use berth_store::{ChangeType, SledStore};
 
     fn at(seconds: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + seconds)
@@ -675,7 +662,7 @@ mod tests {
             .is_some()
     }
 
-    fn set_taints(store: &dyn ObjectStore, name: &str, taints: Vec<Taint>) -> Vec<Arc<Change>> {
+    fn set_taints(store: &dyn ObjectStore, name: &str, taints: Vec<Taint>) {
         let Some(Object::Node(mut n)) = store
             .get(&ObjectKey::new(Kind::Node, "", name))
             .expect("get")
@@ -688,10 +675,7 @@ mod tests {
                 object: Object::Node(n),
                 precondition: Precondition::None,
             }])
-            .expect("update")
-            .into_iter()
-            .map(Arc::new)
-            .collect()
+            .expect("update");
     }
 
     /// The timeline of one node's taint: which pods are still there after each step.
@@ -723,7 +707,7 @@ mod tests {
             ])
             .expect("objects");
         let mut controller = TaintEvictionController::new(store.clone(), recorder(store.clone()));
-        controller.resync(at(0)).expect("resync");
+        controller.sync(at(0)).expect("first round");
         assert_eq!(controller.next_deadline(), None);
 
         let mut added = Taint {
@@ -732,8 +716,8 @@ mod tests {
             effect: TaintEffect::NoExecute,
             time_added: Some(Time(at(100))),
         };
-        let changes = set_taints(store.as_ref(), "n1", vec![added.clone()]);
-        controller.handle(&changes, at(100)).expect("handle");
+        set_taints(store.as_ref(), "n1", vec![added.clone()]);
+        controller.sync(at(100)).expect("handle");
         let left = |store: &dyn ObjectStore| -> Vec<&'static str> {
             [
                 "intolerant",
@@ -753,9 +737,9 @@ mod tests {
         );
         assert_eq!(controller.next_deadline(), Some(at(110)));
 
-        controller.handle(&[], at(109)).expect("handle");
+        controller.sync(at(109)).expect("handle");
         assert_eq!(left(store.as_ref()).len(), 4, "not yet at 109 s");
-        controller.handle(&[], at(110)).expect("handle");
+        controller.sync(at(110)).expect("handle");
         assert_eq!(
             left(store.as_ref()),
             vec!["sixty-seconds", "forever", "elsewhere"],
@@ -763,10 +747,10 @@ mod tests {
         );
 
         // The taint goes before sixty seconds: the pod stays, for good.
-        let changes = set_taints(store.as_ref(), "n1", vec![]);
-        controller.handle(&changes, at(120)).expect("handle");
+        set_taints(store.as_ref(), "n1", vec![]);
+        controller.sync(at(120)).expect("handle");
         assert_eq!(controller.next_deadline(), None, "plan cancelled");
-        controller.handle(&[], at(200)).expect("handle");
+        controller.sync(at(200)).expect("handle");
         assert_eq!(
             left(store.as_ref()),
             vec!["sixty-seconds", "forever", "elsewhere"]
@@ -774,10 +758,10 @@ mod tests {
 
         // A taint without timeAdded counts from when it was first seen.
         added.time_added = None;
-        let changes = set_taints(store.as_ref(), "n1", vec![added]);
-        controller.handle(&changes, at(300)).expect("handle");
+        set_taints(store.as_ref(), "n1", vec![added]);
+        controller.sync(at(300)).expect("handle");
         assert_eq!(controller.next_deadline(), Some(at(360)));
-        controller.handle(&[], at(360)).expect("handle");
+        controller.sync(at(360)).expect("handle");
         assert_eq!(left(store.as_ref()), vec!["forever", "elsewhere"]);
     }
 
@@ -798,7 +782,7 @@ mod tests {
             .expect("objects");
         let mut watch = store.subscribe();
         let mut controller = TaintEvictionController::new(store.clone(), recorder(store.clone()));
-        controller.resync(at(0)).expect("resync");
+        controller.sync(at(0)).expect("first round");
         assert!(!exists(store.as_ref(), "web"), "deleted");
         let mut saw_mark = false;
         let mut saw_delete = false;
