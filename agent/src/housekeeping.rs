@@ -330,38 +330,18 @@ mod tests {
     use super::*;
     use crate::eviction::{Threshold, ThresholdValue};
     use crate::runtime::SimRuntime;
-    use berth_proto::model::{Container, ObjectMeta, PodSpec, ResourceRequirements};
-    use berth_proto::Quantity;
+    use berth_model::testing::PodBuilder;
 
     fn pod(name: &str, priority: i32, request: &str, usage: &str) -> Pod {
-        let mut resources = ResourceRequirements::default();
-        resources
-            .requests
-            .insert("memory".into(), Quantity::parse(request).unwrap());
-        Pod {
-            metadata: ObjectMeta {
-                namespace: "default".into(),
-                name: name.into(),
-                uid: name.into(),
-                annotations: [(
-                    names::ANNOTATION_SIM_MEMORY_USAGE.to_string(),
-                    usage.to_string(),
-                )]
-                .into_iter()
-                .collect(),
-                ..ObjectMeta::default()
-            },
-            spec: PodSpec {
-                priority: Some(priority),
-                containers: vec![Container {
-                    name: "main".into(),
-                    resources,
-                    ..Container::default()
-                }],
-                ..PodSpec::default()
-            },
-            ..Pod::default()
-        }
+        let mut pod = PodBuilder::new(name)
+            .uid(name)
+            .priority(priority)
+            .request("memory", request)
+            .build();
+        pod.metadata
+            .annotations
+            .insert(names::ANNOTATION_SIM_MEMORY_USAGE.into(), usage.into());
+        pod
     }
 
     #[tokio::test]

@@ -237,35 +237,17 @@ mod tests {
     use super::*;
     use crate::eviction::ThresholdValue;
     use crate::usage::ContainerUsage;
-    use berth_proto::model::{Container, ObjectMeta, PodSpec, ResourceRequirements};
+    use berth_model::testing::{container, PodBuilder};
 
     const MI: i64 = 1 << 20;
 
     fn pod(name: &str, priority: i32, memory_request: Option<&str>) -> Pod {
-        let mut resources = ResourceRequirements::default();
-        if let Some(r) = memory_request {
-            resources
-                .requests
-                .insert("memory".into(), Quantity::parse(r).unwrap());
-        }
-        Pod {
-            metadata: ObjectMeta {
-                namespace: "default".into(),
-                name: name.into(),
-                uid: format!("uid-{name}"),
-                ..ObjectMeta::default()
-            },
-            spec: PodSpec {
-                priority: Some(priority),
-                containers: vec![Container {
-                    name: "main".into(),
-                    resources,
-                    ..Container::default()
-                }],
-                ..PodSpec::default()
-            },
-            ..Pod::default()
-        }
+        let requests = memory_request.map(|r| ("memory", r));
+        PodBuilder::new(name)
+            .uid(&format!("uid-{name}"))
+            .priority(priority)
+            .container(container("main", requests.as_slice()))
+            .build()
     }
 
     fn usage(memory_mib: i64, pids: i64) -> PodUsage {

@@ -210,23 +210,34 @@ fn parse_list(
     Ok(out)
 }
 
+/// Parses a list flag (see [`parse_list`]), then each value with `parse`; a value that does
+/// not parse is refused with its entry, `signal<separator>value`.
+fn parse_values<T>(
+    flag: &'static str,
+    text: &str,
+    separator: char,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<BTreeMap<Signal, T>, EvictionConfigError> {
+    parse_list(flag, text, separator)?
+        .into_iter()
+        .map(|(signal, value)| {
+            parse(&value)
+                .map(|v| (signal, v))
+                .map_err(|reason| EvictionConfigError::InvalidEntry {
+                    flag,
+                    entry: format!("{signal}{separator}{value}"),
+                    reason,
+                })
+        })
+        .collect()
+}
+
 /// Parses one kind of threshold flag (`--eviction-hard` or `--eviction-soft`).
 fn parse_thresholds(
     flag: &'static str,
     text: &str,
 ) -> Result<BTreeMap<Signal, ThresholdValue>, EvictionConfigError> {
-    parse_list(flag, text, '<')?
-        .into_iter()
-        .map(|(signal, value)| {
-            ThresholdValue::parse(&value)
-                .map(|v| (signal, v))
-                .map_err(|reason| EvictionConfigError::InvalidEntry {
-                    flag,
-                    entry: format!("{signal}<{value}"),
-                    reason,
-                })
-        })
-        .collect()
+    parse_values(flag, text, '<', ThresholdValue::parse)
 }
 
 /// The eviction flags as written, before they are checked together.
@@ -248,30 +259,18 @@ pub struct EvictionFlags {
 pub fn thresholds_from_flags(flags: &EvictionFlags) -> Result<Vec<Threshold>, EvictionConfigError> {
     let hard = parse_thresholds("eviction-hard", &flags.hard)?;
     let soft = parse_thresholds("eviction-soft", &flags.soft)?;
-    let grace = parse_list("eviction-soft-grace-period", &flags.soft_grace_period, '=')?
-        .into_iter()
-        .map(|(signal, text)| {
-            humantime::parse_duration(&text)
-                .map(|d| (signal, d))
-                .map_err(|e| EvictionConfigError::InvalidEntry {
-                    flag: "eviction-soft-grace-period",
-                    entry: format!("{signal}={text}"),
-                    reason: e.to_string(),
-                })
-        })
-        .collect::<Result<BTreeMap<_, _>, _>>()?;
-    let reclaim = parse_list("eviction-minimum-reclaim", &flags.minimum_reclaim, '=')?
-        .into_iter()
-        .map(|(signal, text)| {
-            ThresholdValue::parse(&text)
-                .map(|v| (signal, v))
-                .map_err(|reason| EvictionConfigError::InvalidEntry {
-                    flag: "eviction-minimum-reclaim",
-                    entry: format!("{signal}={text}"),
-                    reason,
-                })
-        })
-        .collect::<Result<BTreeMap<_, _>, _>>()?;
+    let grace = parse_values(
+        "eviction-soft-grace-period",
+        &flags.soft_grace_period,
+        '=',
+        |text| humantime::parse_duration(text).map_err(|e| e.to_string()),
+    )?;
+    let reclaim = parse_values(
+        "eviction-minimum-reclaim",
+        &flags.minimum_reclaim,
+        '=',
+        ThresholdValue::parse,
+    )?;
     if let Some(signal) = grace.keys().find(|s| !soft.contains_key(s)) {
         return Err(EvictionConfigError::GracePeriodWithoutThreshold { signal: *signal });
     }

@@ -637,8 +637,7 @@ impl Runtime for ProcessRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::ObjectMeta;
-    use berth_proto::model::PodSpec;
+    use berth_model::testing::{container, PodBuilder};
     use tokio::sync::mpsc;
 
     #[test]
@@ -774,41 +773,34 @@ mod tests {
     }
 
     fn shell_pod(uid: &str, script: &str, policy: RestartPolicy) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                namespace: "default".into(),
-                name: format!("pod-{uid}"),
-                uid: uid.into(),
-                ..ObjectMeta::default()
-            },
-            spec: PodSpec {
-                restart_policy: Some(policy),
-                containers: vec![Container {
-                    name: "main".into(),
-                    command: vec!["sh".into(), "-c".into(), script.into()],
-                    env: vec![berth_proto::model::EnvVar {
-                        name: "GREETING".into(),
-                        value: "hello".into(),
-                        ..Default::default()
-                    }],
-                    ..Container::default()
+        let mut pod = PodBuilder::new(&format!("pod-{uid}"))
+            .uid(uid)
+            .container(Container {
+                command: vec!["sh".into(), "-c".into(), script.into()],
+                env: vec![berth_proto::model::EnvVar {
+                    name: "GREETING".into(),
+                    value: "hello".into(),
+                    ..Default::default()
                 }],
-                ..PodSpec::default()
-            },
-            ..Pod::default()
-        }
+                ..container("main", &[])
+            })
+            .build();
+        pod.spec.restart_policy = Some(policy);
+        pod
     }
 
-    /// Waits for a status update that satisfies `want`.
+    /// Waits for a status update of the pod `uid` that satisfies `want`; late updates of
+    /// pods started earlier are skipped.
     async fn until(
         updates: &mut mpsc::UnboundedReceiver<PodReport>,
+        uid: &str,
         what: &str,
         want: impl Fn(&PodStatus) -> bool,
     ) -> PodStatus {
         tokio::time::timeout(Duration::from_secs(20), async {
             loop {
                 let report = updates.recv().await.expect("updates open");
-                if want(&report.status) {
+                if report.uid == uid && want(&report.status) {
                     return report.status;
                 }
             }
@@ -836,7 +828,7 @@ mod tests {
             .start(&shell_pod("done", "echo $GREETING", RestartPolicy::Never))
             .await
             .unwrap();
-        let status = until(&mut updates, "Succeeded", |s| {
+        let status = until(&mut updates, "done", "Succeeded", |s| {
             s.phase == PodPhase::Succeeded
         })
         .await;
@@ -853,7 +845,7 @@ mod tests {
             ))
             .await
             .unwrap();
-        let status = until(&mut updates, "two restarts", |s| {
+        let status = until(&mut updates, "fails", "two restarts", |s| {
             s.container_statuses
                 .first()
                 .is_some_and(|c| c.restart_count >= 2)
@@ -872,7 +864,10 @@ mod tests {
             ))
             .await
             .unwrap();
-        until(&mut updates, "running", |s| s.phase == PodPhase::Running).await;
+        until(&mut updates, "term", "running", |s| {
+            s.phase == PodPhase::Running
+        })
+        .await;
         let log = runtime.log_path("term", "main").expect("a log file");
         let deadline = Instant::now() + Duration::from_secs(10);
         while !std::fs::read_to_string(&log).unwrap().contains("up") && Instant::now() < deadline {
@@ -896,7 +891,10 @@ mod tests {
         let mut missing = shell_pod("missing", "", RestartPolicy::Never);
         missing.spec.containers[0].command = vec!["/nonexistent/berth-test".into()];
         runtime.start(&missing).await.unwrap();
-        let status = until(&mut updates, "failed", |s| s.phase == PodPhase::Failed).await;
+        let status = until(&mut updates, "missing", "failed", |s| {
+            s.phase == PodPhase::Failed
+        })
+        .await;
         assert_eq!(status.container_statuses[0].reason, REASON_START_ERROR);
     }
 }

@@ -310,28 +310,16 @@ impl Runtime for SimRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{Container, ObjectMeta, PodSpec};
+    use berth_model::testing::{container, PodBuilder};
 
     fn pod(uid: &str, containers: &[&str]) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                namespace: "default".to_string(),
-                name: format!("pod-{uid}"),
-                uid: uid.to_string(),
-                ..ObjectMeta::default()
-            },
-            spec: PodSpec {
-                containers: containers
-                    .iter()
-                    .map(|name| Container {
-                        name: (*name).to_string(),
-                        ..Container::default()
-                    })
-                    .collect(),
-                ..PodSpec::default()
-            },
-            ..Pod::default()
-        }
+        containers
+            .iter()
+            .fold(
+                PodBuilder::new(&format!("pod-{uid}")).uid(uid),
+                |pod, name| pod.container(container(name, &[])),
+            )
+            .build()
     }
 
     #[test]
