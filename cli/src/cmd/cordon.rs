@@ -50,59 +50,49 @@ pub async fn run(args: CordonArgs, cordon: bool, ctx: &mut Context<'_>) -> anyho
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{Node, ObjectMeta};
+    use berth_proto::model::Kind;
 
     #[test]
     fn cordon_messages_follow_kubectl() {
-        struct Case {
-            name: &'static str,
-            unschedulable: bool,
-            cordon: bool,
-            want: Update,
-        }
+        // (case, node already unschedulable, cordon or uncordon, the update kubectl prints)
         let cases = [
-            Case {
-                name: "cordon",
-                unschedulable: false,
-                cordon: true,
-                want: Update::Write("node/n1 cordoned".into()),
-            },
-            Case {
-                name: "already cordoned",
-                unschedulable: true,
-                cordon: true,
-                want: Update::Unchanged("node/n1 already cordoned".into()),
-            },
-            Case {
-                name: "uncordon",
-                unschedulable: true,
-                cordon: false,
-                want: Update::Write("node/n1 uncordoned".into()),
-            },
-            Case {
-                name: "already uncordoned",
-                unschedulable: false,
-                cordon: false,
-                want: Update::Unchanged("node/n1 already uncordoned".into()),
-            },
+            (
+                "cordon",
+                false,
+                true,
+                Update::Write("node/n1 cordoned".into()),
+            ),
+            (
+                "already cordoned",
+                true,
+                true,
+                Update::Unchanged("node/n1 already cordoned".into()),
+            ),
+            (
+                "uncordon",
+                true,
+                false,
+                Update::Write("node/n1 uncordoned".into()),
+            ),
+            (
+                "already uncordoned",
+                false,
+                false,
+                Update::Unchanged("node/n1 already uncordoned".into()),
+            ),
         ];
-        for case in cases {
-            let mut node = Object::Node(Node {
-                metadata: ObjectMeta {
-                    name: "n1".into(),
-                    ..Default::default()
-                },
-                ..Default::default()
-            });
+        for (name, unschedulable, cordon, want) in cases {
+            let mut node = Object::from_json(Kind::Node, br#"{"metadata": {"name": "n1"}}"#)
+                .expect("a valid node");
             if let Object::Node(n) = &mut node {
-                n.spec.unschedulable = case.unschedulable;
+                n.spec.unschedulable = unschedulable;
             }
-            let got = cordon_update(&mut node, case.cordon).expect(case.name);
-            assert_eq!(got, case.want, "{}", case.name);
+            let got = cordon_update(&mut node, cordon).expect(name);
+            assert_eq!(got, want, "{name}");
             let Object::Node(n) = &node else {
                 unreachable!("still a node")
             };
-            assert_eq!(n.spec.unschedulable, case.cordon, "{}", case.name);
+            assert_eq!(n.spec.unschedulable, cordon, "{name}");
         }
     }
 }

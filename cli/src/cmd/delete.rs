@@ -91,10 +91,7 @@ pub async fn run(args: DeleteArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> 
             }
         }
     }
-    if failed > 0 {
-        return Err(Reported { failed }.into());
-    }
-    Ok(())
+    Reported::check(failed)
 }
 
 /// What the arguments select.

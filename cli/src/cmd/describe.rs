@@ -16,7 +16,7 @@ use berth_proto::{pb, Quantity};
 use berth_scheduler::framework::resources::pod_requests;
 use clap::Args;
 
-use super::{parse_targets, sort_objects, Context, Reported, Targets};
+use super::{parse_targets, sort_objects, Context, Targets};
 use crate::output::{
     age, format_taint, format_toleration, is_pod_active, node_roles, tabulate, DESCRIBE_PADDING,
 };
@@ -136,16 +136,7 @@ pub async fn run(args: DescribeArgs, ctx: &mut Context<'_>) -> anyhow::Result<()
             },
         )?;
     }
-    if !failures.is_empty() {
-        for failure in &failures {
-            ctx.error_line(failure)?;
-        }
-        return Err(Reported {
-            failed: failures.len(),
-        }
-        .into());
-    }
-    Ok(())
+    ctx.finish(&failures)
 }
 
 /// The events about one object, oldest first.

@@ -67,16 +67,10 @@ pub async fn run(args: EvictArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     let mut api = ctx.connect_api().await?;
     let mut failed = 0;
     for name in pods {
-        match evict_pod(&mut api, &namespace, &name, grace_period(args.grace_period)).await {
-            Ok(()) => ctx.print(&format!("{} evicted\n", object_ref(Kind::Pod, &name)))?,
-            Err(e) => {
-                ctx.error_line(&e.to_string())?;
-                failed += 1;
-            }
-        }
+        let outcome = evict_pod(&mut api, &namespace, &name, grace_period(args.grace_period))
+            .await
+            .map(|()| format!("{} evicted", object_ref(Kind::Pod, &name)));
+        ctx.report(outcome, &mut failed)?;
     }
-    if failed > 0 {
-        return Err(Reported { failed }.into());
-    }
-    Ok(())
+    Reported::check(failed)
 }

@@ -25,7 +25,7 @@ use berth_proto::model::{
 use clap::{Args, ValueEnum};
 
 use super::fields::FieldSelector;
-use super::{object_ref, parse_targets, sort_objects, Context, Reported, Targets};
+use super::{object_ref, parse_targets, sort_objects, Context, Targets};
 use crate::output::{
     age, format_taint, node_internal_ip, node_roles, node_status, pod_ready, pod_restarts,
     pod_status, render_objects, Format, Table,
@@ -201,16 +201,7 @@ pub async fn run(args: GetArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
         };
         ctx.note(&message)?;
     }
-    if !failures.is_empty() {
-        for failure in &failures {
-            ctx.error_line(failure)?;
-        }
-        return Err(Reported {
-            failed: failures.len(),
-        }
-        .into());
-    }
-    Ok(())
+    ctx.finish(&failures)
 }
 
 fn names_count(targets: &Targets) -> usize {

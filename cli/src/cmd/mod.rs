@@ -119,6 +119,31 @@ impl<'a> Context<'a> {
         writeln!(self.io.err, "{message}")?;
         self.io.err.flush()
     }
+
+    /// One object's outcome in a verb over several objects: its message on the output, or
+    /// its error as an `error:` line, counted in `failed`; the verb goes on either way.
+    pub fn report<E: std::fmt::Display>(
+        &mut self,
+        outcome: Result<String, E>,
+        failed: &mut usize,
+    ) -> std::io::Result<()> {
+        match outcome {
+            Ok(message) => self.print(&format!("{message}\n")),
+            Err(e) => {
+                *failed += 1;
+                self.error_line(&e.to_string())
+            }
+        }
+    }
+
+    /// Prints the failures of a verb over several objects, one `error:` line each, and
+    /// fails with [`Reported`] when there was any.
+    pub fn finish(&mut self, failures: &[String]) -> anyhow::Result<()> {
+        for failure in failures {
+            self.error_line(failure)?;
+        }
+        Reported::check(failures.len())
+    }
 }
 
 /// Marks a failure whose errors were already printed (some objects of a verb failed): the
@@ -128,6 +153,16 @@ impl<'a> Context<'a> {
 pub struct Reported {
     /// How many operations failed.
     pub failed: usize,
+}
+
+impl Reported {
+    /// Ok when nothing failed, else the [`Reported`] error for `failed` operations.
+    pub fn check(failed: usize) -> anyhow::Result<()> {
+        if failed > 0 {
+            return Err(Reported { failed }.into());
+        }
+        Ok(())
+    }
 }
 
 /// Runs a client verb.
@@ -325,18 +360,10 @@ where
     let namespace = ctx.namespace().to_string();
     let mut failed = 0;
     for (kind, name) in objects {
-        match read_modify_write(&mut client, kind, &namespace, &name, &mut change).await {
-            Ok(message) => ctx.print(&format!("{message}\n"))?,
-            Err(e) => {
-                ctx.error_line(&e.to_string())?;
-                failed += 1;
-            }
-        }
+        let outcome = read_modify_write(&mut client, kind, &namespace, &name, &mut change).await;
+        ctx.report(outcome, &mut failed)?;
     }
-    if failed > 0 {
-        return Err(Reported { failed }.into());
-    }
-    Ok(())
+    Reported::check(failed)
 }
 
 /// Whether an error is the server's "not found".

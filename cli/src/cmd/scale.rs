@@ -66,61 +66,30 @@ pub async fn run(args: ScaleArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{Deployment, Node, ObjectMeta, ReplicaSet};
 
     #[test]
     fn scale_sets_replicas_and_prints_like_kubectl() {
-        struct Case {
-            name: &'static str,
-            object: Object,
-            want: Result<&'static str, &'static str>,
-        }
-        let meta = ObjectMeta {
-            name: "web".into(),
-            ..Default::default()
-        };
-        let cases = vec![
-            Case {
-                name: "deployment",
-                object: Object::Deployment(Deployment {
-                    metadata: meta.clone(),
-                    ..Default::default()
-                }),
-                want: Ok("deployment.apps/web scaled"),
-            },
-            Case {
-                name: "replicaset",
-                object: Object::ReplicaSet(ReplicaSet {
-                    metadata: meta.clone(),
-                    ..Default::default()
-                }),
-                want: Ok("replicaset.apps/web scaled"),
-            },
-            Case {
-                name: "node",
-                object: Object::Node(Node {
-                    metadata: meta.clone(),
-                    ..Default::default()
-                }),
-                want: Err("cannot scale node/web"),
-            },
+        let cases = [
+            (Kind::Deployment, Ok("deployment.apps/web scaled")),
+            (Kind::ReplicaSet, Ok("replicaset.apps/web scaled")),
+            (Kind::Node, Err("cannot scale node/web")),
         ];
-        for case in cases {
-            let mut object = case.object;
-            match (scale_update(&mut object, 5), case.want) {
+        for (kind, want) in cases {
+            let name = kind.as_str();
+            let mut object = Object::from_json(kind, br#"{"metadata": {"name": "web"}}"#)
+                .expect("a valid object");
+            match (scale_update(&mut object, 5), want) {
                 (Ok(Update::Write(msg)), Ok(want)) => {
-                    assert_eq!(msg, want, "{}", case.name);
+                    assert_eq!(msg, want, "{name}");
                     let replicas = match &object {
                         Object::Deployment(d) => d.spec.replicas,
                         Object::ReplicaSet(rs) => rs.spec.replicas,
                         _ => unreachable!("only scalable kinds succeed"),
                     };
-                    assert_eq!(replicas, 5, "{}", case.name);
+                    assert_eq!(replicas, 5, "{name}");
                 }
-                (Err(e), Err(want)) => {
-                    assert!(e.to_string().starts_with(want), "{}: {e}", case.name)
-                }
-                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
+                (Err(e), Err(want)) => assert!(e.to_string().starts_with(want), "{name}: {e}"),
+                (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
             }
         }
     }
