@@ -40,9 +40,29 @@ fn q(s: &str) -> Quantity {
 struct Case {
     name: &'static str,
     manifest: &'static str,
-    want_kind: Kind,
-    /// Checks on the parsed object, beyond the round trips every case gets.
+    want: Expect,
+}
+
+/// What a case's manifest must parse into, beyond the round trips every case gets.
+struct Expect {
+    kind: Kind,
+    /// Checks on the parsed object.
     check: fn(&Object),
+}
+
+/// An [`Expect`] of kind `$kind` whose check runs `$body` with the typed object as `$x`.
+macro_rules! expect {
+    ($kind:ident, |$x:ident| $body:block) => {
+        Expect {
+            kind: Kind::$kind,
+            check: |o| {
+                let Object::$kind($x) = o else {
+                    panic!("expected a {}, got {:?}", stringify!($kind), o.kind())
+                };
+                $body
+            },
+        }
+    };
 }
 
 fn cases() -> Vec<Case> {
@@ -57,13 +77,9 @@ metadata:
   labels:
     name: development
 "#,
-            want_kind: Kind::Namespace,
-            check: |o| {
-                let Object::Namespace(ns) = o else {
-                    panic!("namespace")
-                };
+            want: expect!(Namespace, |ns| {
                 assert_eq!(ns.metadata.labels["name"], "development");
-            },
+            }),
         },
         Case {
             name: "namespace as kubectl get -o yaml prints it",
@@ -83,14 +99,10 @@ spec:
 status:
   phase: Active
 "#,
-            want_kind: Kind::Namespace,
-            check: |o| {
-                let Object::Namespace(ns) = o else {
-                    panic!("namespace")
-                };
+            want: expect!(Namespace, |ns| {
                 assert_eq!(ns.metadata.labels["kubernetes.io/metadata.name"], "team-a");
                 assert_eq!(ns.phase(), "Active");
-            },
+            }),
         },
         Case {
             name: "runtime class (pod overhead)",
@@ -112,18 +124,14 @@ scheduling:
     operator: Exists
     effect: NoSchedule
 "#,
-            want_kind: Kind::RuntimeClass,
-            check: |o| {
-                let Object::RuntimeClass(rc) = o else {
-                    panic!("runtime class")
-                };
+            want: expect!(RuntimeClass, |rc| {
                 let overhead = rc.overhead.as_ref().expect("overhead");
                 assert_eq!(overhead.pod_fixed["cpu"], q("250m"));
                 assert_eq!(overhead.pod_fixed["memory"], q("120Mi"));
                 let scheduling = rc.scheduling.as_ref().expect("scheduling");
                 assert_eq!(scheduling.node_selector["runtime"], "kata-fc");
                 assert_eq!(scheduling.tolerations.len(), 1);
-            },
+            }),
         },
         Case {
             name: "runtime class with a handler only",
@@ -134,14 +142,10 @@ metadata:
   name: myclass
 handler: myconfiguration
 "#,
-            want_kind: Kind::RuntimeClass,
-            check: |o| {
-                let Object::RuntimeClass(rc) = o else {
-                    panic!("runtime class")
-                };
+            want: expect!(RuntimeClass, |rc| {
                 assert_eq!(rc.handler, "myconfiguration");
                 assert!(rc.overhead.is_none() && rc.scheduling.is_none());
-            },
+            }),
         },
         Case {
             name: "pdb with minAvailable",
@@ -156,18 +160,14 @@ spec:
     matchLabels:
       app: zookeeper
 "#,
-            want_kind: Kind::PodDisruptionBudget,
-            check: |o| {
-                let Object::PodDisruptionBudget(p) = o else {
-                    panic!("pdb")
-                };
+            want: expect!(PodDisruptionBudget, |p| {
                 assert_eq!(p.spec.min_available, Some(IntOrString::Int(2)));
                 assert_eq!(p.spec.max_unavailable, None);
                 assert_eq!(
                     p.spec.selector.as_ref().unwrap().match_labels["app"],
                     "zookeeper"
                 );
-            },
+            }),
         },
         Case {
             name: "pdb with a maxUnavailable percentage and status",
@@ -198,11 +198,7 @@ status:
   expectedPods: 3
   observedGeneration: 1
 "#,
-            want_kind: Kind::PodDisruptionBudget,
-            check: |o| {
-                let Object::PodDisruptionBudget(p) = o else {
-                    panic!("pdb")
-                };
+            want: expect!(PodDisruptionBudget, |p| {
                 let max = p.spec.max_unavailable.as_ref().expect("maxUnavailable");
                 assert_eq!(max, &IntOrString::String("50%".into()));
                 assert_eq!(max.resolve(3), Ok(2), "50% of 3 rounds up");
@@ -211,7 +207,7 @@ status:
                     (p.status.disruptions_allowed, p.status.expected_pods),
                     (1, 3)
                 );
-            },
+            }),
         },
         Case {
             name: "deployment (nginx-deployment)",
@@ -238,16 +234,12 @@ spec:
         ports:
         - containerPort: 80
 "#,
-            want_kind: Kind::Deployment,
-            check: |o| {
-                let Object::Deployment(d) = o else {
-                    panic!("deployment")
-                };
+            want: expect!(Deployment, |d| {
                 assert_eq!(d.spec.replicas, 3);
                 assert_eq!(d.spec.template.metadata.labels["app"], "nginx");
                 assert_eq!(d.spec.template.spec.containers[0].image, "nginx:1.14.2");
                 assert!(d.spec.strategy.is_none());
-            },
+            }),
         },
         Case {
             name: "deployment as kubectl get -o yaml prints it",
@@ -312,11 +304,7 @@ status:
   replicas: 3
   updatedReplicas: 3
 "#,
-            want_kind: Kind::Deployment,
-            check: |o| {
-                let Object::Deployment(d) = o else {
-                    panic!("deployment")
-                };
+            want: expect!(Deployment, |d| {
                 let strategy = d.spec.strategy.as_ref().expect("strategy");
                 assert_eq!(strategy.type_, Some(DeploymentStrategyType::RollingUpdate));
                 let ru = strategy.rolling_update.as_ref().expect("rollingUpdate");
@@ -332,7 +320,7 @@ status:
                     (3, 3, 3, 3)
                 );
                 assert_eq!(s.observed_generation, 1);
-            },
+            }),
         },
         Case {
             name: "replica set (frontend)",
@@ -359,17 +347,13 @@ spec:
       - name: php-redis
         image: us-docker.pkg.dev/google-samples/containers/gke/gb-frontend:v5
 "#,
-            want_kind: Kind::ReplicaSet,
-            check: |o| {
-                let Object::ReplicaSet(rs) = o else {
-                    panic!("replica set")
-                };
+            want: expect!(ReplicaSet, |rs| {
                 assert_eq!(rs.spec.replicas, 3);
                 assert_eq!(
                     rs.spec.selector.as_ref().unwrap().match_labels["tier"],
                     "frontend"
                 );
-            },
+            }),
         },
         Case {
             name: "replica set without replicas",
@@ -391,13 +375,9 @@ spec:
       - name: app
         image: busybox
 "#,
-            want_kind: Kind::ReplicaSet,
-            check: |o| {
-                let Object::ReplicaSet(rs) = o else {
-                    panic!("replica set")
-                };
+            want: expect!(ReplicaSet, |rs| {
                 assert_eq!(rs.spec.replicas, 1, "defaults to 1");
-            },
+            }),
         },
         Case {
             name: "daemon set (fluentd-elasticsearch)",
@@ -452,17 +432,13 @@ spec:
         hostPath:
           path: /var/log
 "#,
-            want_kind: Kind::DaemonSet,
-            check: |o| {
-                let Object::DaemonSet(ds) = o else {
-                    panic!("daemon set")
-                };
+            want: expect!(DaemonSet, |ds| {
                 assert_eq!(ds.metadata.namespace, "kube-system");
                 let spec = &ds.spec.template.spec;
                 assert_eq!(spec.tolerations.len(), 2);
                 assert_eq!(spec.containers[0].resources.requests["cpu"], q("100m"));
                 assert_eq!(spec.termination_grace_period_seconds, Some(30));
-            },
+            }),
         },
         Case {
             name: "resource quota per priority class",
@@ -482,17 +458,13 @@ spec:
       scopeName: PriorityClass
       values: ["high"]
 "#,
-            want_kind: Kind::ResourceQuota,
-            check: |o| {
-                let Object::ResourceQuota(rq) = o else {
-                    panic!("quota")
-                };
+            want: expect!(ResourceQuota, |rq| {
                 assert_eq!(rq.spec.hard["pods"], q("10"));
                 let req = &rq.spec.scope_selector.as_ref().unwrap().match_expressions[0];
                 assert_eq!(req.scope_name, ResourceQuotaScope::PriorityClass);
                 assert_eq!(req.operator, ScopeSelectorOperator::In);
                 assert_eq!(req.values, ["high"]);
-            },
+            }),
         },
         Case {
             name: "compute resource quota with status",
@@ -519,15 +491,11 @@ status:
     requests.cpu: 250m
     requests.memory: 64Mi
 "#,
-            want_kind: Kind::ResourceQuota,
-            check: |o| {
-                let Object::ResourceQuota(rq) = o else {
-                    panic!("quota")
-                };
+            want: expect!(ResourceQuota, |rq| {
                 assert_eq!(rq.spec.hard["requests.nvidia.com/gpu"], q("4"));
                 assert_eq!(rq.spec.scopes, [ResourceQuotaScope::NotTerminating]);
                 assert_eq!(rq.status.used["requests.cpu"], q("250m"));
-            },
+            }),
         },
     ]
 }
@@ -537,8 +505,8 @@ fn documentation_manifests_parse_and_round_trip() {
     let store = SledStore::temporary().expect("temporary store");
     for case in cases() {
         let mut object = parse(case.manifest);
-        assert_eq!(object.kind(), case.want_kind, "{}", case.name);
-        (case.check)(&object);
+        assert_eq!(object.kind(), case.want.kind, "{}", case.name);
+        (case.want.check)(&object);
 
         // YAML out and back in, then JSON out and back in: nothing Berth keeps is lost.
         let from_yaml = parse(&yaml(&object));

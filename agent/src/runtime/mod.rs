@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
-use berth_proto::model::{Pod, PodStatus};
+use berth_proto::model::{
+    Container, ContainerStatus, Pod, PodCondition, PodPhase, PodStatus, Time,
+};
+use berth_proto::names;
 use tokio::sync::mpsc;
 
 use crate::error::Result;
@@ -39,6 +42,46 @@ pub struct PodReport {
     pub uid: String,
     /// Its status.
     pub status: PodStatus,
+}
+
+/// The status a runtime reports for a pod it has just started, at `now`: `phase`; the
+/// conditions in kubelet's order, Initialized and PodScheduled true, Ready and
+/// ContainersReady as `ready`; the
+/// start time and host IP; and one status per app container, from `container`.
+fn started_status(
+    pod: &Pod,
+    now: Time,
+    host_ip: &str,
+    phase: PodPhase,
+    ready: bool,
+    container: impl Fn(&Container) -> ContainerStatus,
+) -> PodStatus {
+    let ready = if ready {
+        names::STATUS_TRUE
+    } else {
+        names::STATUS_FALSE
+    };
+    PodStatus {
+        phase,
+        conditions: [
+            (names::CONDITION_INITIALIZED, names::STATUS_TRUE),
+            (names::CONDITION_READY, ready),
+            (names::CONDITION_CONTAINERS_READY, ready),
+            (names::CONDITION_POD_SCHEDULED, names::STATUS_TRUE),
+        ]
+        .into_iter()
+        .map(|(type_, status)| PodCondition {
+            type_: type_.to_string(),
+            status: status.to_string(),
+            last_transition_time: Some(now),
+            ..PodCondition::default()
+        })
+        .collect(),
+        start_time: Some(now),
+        host_ip: host_ip.to_string(),
+        container_statuses: pod.spec.containers.iter().map(container).collect(),
+        ..PodStatus::default()
+    }
 }
 
 /// Something that runs pods: simulated ones ([`SimRuntime`]) or real processes.

@@ -18,14 +18,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use berth_proto::model::{
-    Container, ContainerStatus, Pod, PodCondition, PodPhase, PodStatus, RestartPolicy, Time,
+    Container, ContainerStatus, Pod, PodPhase, PodStatus, RestartPolicy, Time,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::cgroup::{self, Cgroups};
-use super::{BoxFuture, PodReport, Runtime, StatusSender};
+use super::{started_status, BoxFuture, PodReport, Runtime, StatusSender};
 use crate::error::{Error, Result};
 use crate::usage::{procfs, ContainerUsage, PodUsage};
 
@@ -233,37 +233,19 @@ impl ProcessRuntime {
     }
 
     fn initial_status(&self, pod: &Pod, now: Time) -> PodStatus {
-        PodStatus {
-            phase: PodPhase::Pending,
-            conditions: [
-                (names::CONDITION_INITIALIZED, names::STATUS_TRUE),
-                (names::CONDITION_READY, names::STATUS_FALSE),
-                (names::CONDITION_CONTAINERS_READY, names::STATUS_FALSE),
-                (names::CONDITION_POD_SCHEDULED, names::STATUS_TRUE),
-            ]
-            .iter()
-            .map(|(type_, status)| PodCondition {
-                type_: (*type_).to_string(),
-                status: (*status).to_string(),
-                last_transition_time: Some(now),
-                ..PodCondition::default()
-            })
-            .collect(),
-            start_time: Some(now),
-            host_ip: self.config.host_ip.clone(),
-            container_statuses: pod
-                .spec
-                .containers
-                .iter()
-                .map(|c| ContainerStatus {
-                    name: c.name.clone(),
-                    state: STATE_WAITING.to_string(),
-                    reason: REASON_CONTAINER_CREATING.to_string(),
-                    ..ContainerStatus::default()
-                })
-                .collect(),
-            ..PodStatus::default()
-        }
+        started_status(
+            pod,
+            now,
+            &self.config.host_ip,
+            PodPhase::Pending,
+            false,
+            |c| ContainerStatus {
+                name: c.name.clone(),
+                state: STATE_WAITING.to_string(),
+                reason: REASON_CONTAINER_CREATING.to_string(),
+                ..ContainerStatus::default()
+            },
+        )
     }
 }
 

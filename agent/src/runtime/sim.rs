@@ -20,11 +20,11 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use berth_proto::model::{ContainerStatus, Pod, PodCondition, PodPhase, PodStatus, Time};
+use berth_proto::model::{ContainerStatus, Pod, PodPhase, PodStatus, Time};
 use berth_proto::Quantity;
 use tracing::{debug, warn};
 
-use super::{BoxFuture, PodReport, Runtime};
+use super::{started_status, BoxFuture, PodReport, Runtime};
 use crate::error::Result;
 use crate::usage::{ContainerUsage, PodUsage};
 
@@ -136,14 +136,6 @@ struct SimPod {
 const STATE_RUNNING: &str = "running";
 const STATE_TERMINATED: &str = "terminated";
 
-/// Pod conditions that hold once every container runs, in kubelet's order.
-const RUNNING_CONDITIONS: [&str; 4] = [
-    names::CONDITION_INITIALIZED,
-    names::CONDITION_READY,
-    names::CONDITION_CONTAINERS_READY,
-    names::CONDITION_POD_SCHEDULED,
-];
-
 /// Simulated pods, kept in memory by uid.
 #[derive(Debug, Default)]
 pub struct SimRuntime {
@@ -170,33 +162,15 @@ impl SimRuntime {
 
     /// The status of a pod whose containers all just started.
     fn running_status(&self, pod: &Pod, now: Time) -> PodStatus {
-        PodStatus {
-            phase: PodPhase::Running,
-            conditions: RUNNING_CONDITIONS
-                .iter()
-                .map(|type_| PodCondition {
-                    type_: (*type_).to_string(),
-                    status: names::STATUS_TRUE.to_string(),
-                    last_transition_time: Some(now),
-                    ..PodCondition::default()
-                })
-                .collect(),
-            start_time: Some(now),
-            host_ip: self.host_ip.clone(),
-            container_statuses: pod
-                .spec
-                .containers
-                .iter()
-                .map(|c| ContainerStatus {
-                    name: c.name.clone(),
-                    ready: true,
-                    restart_count: 0,
-                    state: STATE_RUNNING.to_string(),
-                    ..ContainerStatus::default()
-                })
-                .collect(),
-            ..PodStatus::default()
-        }
+        started_status(pod, now, &self.host_ip, PodPhase::Running, true, |c| {
+            ContainerStatus {
+                name: c.name.clone(),
+                ready: true,
+                restart_count: 0,
+                state: STATE_RUNNING.to_string(),
+                ..ContainerStatus::default()
+            }
+        })
     }
 }
 
