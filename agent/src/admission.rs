@@ -4,6 +4,7 @@
 //! kubelet's reason (`OutOfcpu`, `OutOfmemory`, `OutOfpods`, `Evicted`) and message.
 
 use berth_proto::names;
+use berth_proto::qos::{pod_qos, QosClass};
 use std::collections::BTreeSet;
 
 use berth_proto::model::{Container, Pod};
@@ -67,20 +68,6 @@ pub fn pod_requests(pod: &Pod) -> Requests {
     }
 }
 
-/// Whether a pod is BestEffort: no container (init containers included) requests or
-/// limits cpu or memory.
-pub fn is_best_effort(pod: &Pod) -> bool {
-    pod.spec
-        .containers
-        .iter()
-        .chain(&pod.spec.init_containers)
-        .all(|c| {
-            ["cpu", "memory"].iter().all(|r| {
-                !c.resources.requests.contains_key(*r) && !c.resources.limits.contains_key(*r)
-            })
-        })
-}
-
 /// Why a pod was refused: the status reason and message kubelet gives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejection {
@@ -113,7 +100,7 @@ pub fn admit(
 ) -> Result<(), Rejection> {
     let refusing: Vec<&str> = pressure
         .iter()
-        .filter(|s| **s != Signal::MemoryAvailable || is_best_effort(pod))
+        .filter(|s| **s != Signal::MemoryAvailable || pod_qos(pod) == QosClass::BestEffort)
         .map(|s| s.condition())
         .collect();
     if !refusing.is_empty() {
@@ -158,35 +145,17 @@ pub fn admit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{ObjectMeta, PodSpec, ResourceRequirements};
+    use berth_model::testing::{container, container_with_limits, PodBuilder};
 
+    /// A pod with one container requesting the given cpu and memory.
     fn pod(name: &str, cpu: Option<&str>, memory: Option<&str>) -> Pod {
-        let mut resources = ResourceRequirements::default();
-        if let Some(cpu) = cpu {
-            resources
-                .requests
-                .insert("cpu".into(), Quantity::parse(cpu).unwrap());
-        }
-        if let Some(memory) = memory {
-            resources
-                .requests
-                .insert("memory".into(), Quantity::parse(memory).unwrap());
-        }
-        Pod {
-            metadata: ObjectMeta {
-                name: name.into(),
-                ..ObjectMeta::default()
-            },
-            spec: PodSpec {
-                containers: vec![Container {
-                    name: "main".into(),
-                    resources,
-                    ..Container::default()
-                }],
-                ..PodSpec::default()
-            },
-            ..Pod::default()
-        }
+        let requests: Vec<(&str, &str)> = [("cpu", cpu), ("memory", memory)]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v?)))
+            .collect();
+        PodBuilder::new(name)
+            .container(container("main", &requests))
+            .build()
     }
 
     #[test]
@@ -256,6 +225,13 @@ mod tests {
                 want: Err(("Evicted", "Pod was rejected: The node had condition: [MemoryPressure].")),
             },
             Case {
+                name: "memory pressure refuses a pod whose only request is zero (still BestEffort)",
+                pod: pod("p", Some("0"), None),
+                admitted: vec![],
+                pressure: vec![Signal::MemoryAvailable],
+                want: Err(("Evicted", "Pod was rejected: The node had condition: [MemoryPressure].")),
+            },
+            Case {
                 name: "memory pressure admits a pod with requests",
                 pod: pod("p", Some("100m"), None),
                 admitted: vec![],
@@ -287,18 +263,17 @@ mod tests {
             pod: Pod,
             want_cpu: i64,
         }
-        let mut with_init = pod("p", Some("500m"), None);
-        with_init.spec.init_containers = vec![pod("i", Some("2"), None).spec.containers[0].clone()];
-        let mut with_limit_only = pod("p", None, None);
-        with_limit_only.spec.containers[0]
-            .resources
-            .limits
-            .insert("cpu".into(), Quantity::parse("750m").unwrap());
-        let mut with_overhead = pod("p", Some("1"), None);
-        with_overhead
-            .spec
-            .overhead
-            .insert("cpu".into(), Quantity::parse("250m").unwrap());
+        let with_init = PodBuilder::new("p")
+            .cpu_millis(500)
+            .init_container(container("i", &[("cpu", "2")]))
+            .build();
+        let with_limit_only = PodBuilder::new("p")
+            .container(container_with_limits("main", &[], &[("cpu", "750m")]))
+            .build();
+        let with_overhead = PodBuilder::new("p")
+            .cpu_millis(1000)
+            .overhead("cpu", "250m")
+            .build();
         let cases = vec![
             Case {
                 name: "init container larger than the app",

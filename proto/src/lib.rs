@@ -6,14 +6,14 @@
 //! - [`pb`]: code generated from `proto/berth.proto` (tonic and prost). Only the gRPC edges
 //!   (the scheduler's service, the agent's client, the CLI's client) touch these types.
 //! - [`convert`]: `pb` ⇄ `model`, in one place.
-//! - [`model`], [`names`], [`quantity`], [`resources`], [`selector`], [`validate`]: re-exported from the
+//! - [`model`], [`names`], [`qos`], [`quantity`], [`resources`], [`selector`], [`validate`]: re-exported from the
 //!   `berth-model` crate, which holds the object model and its rules with no network
 //!   dependency.
 #![warn(missing_docs)]
 
 pub mod convert;
 
-pub use berth_model::{model, names, quantity, resources, selector, validate};
+pub use berth_model::{model, names, qos, quantity, resources, selector, validate};
 
 /// Generated protobuf and gRPC code for package `berth.v1`.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

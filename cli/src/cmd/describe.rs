@@ -3,6 +3,7 @@
 //! node, the pods on it and what they request of its allocatable resources.
 
 use berth_proto::names;
+use berth_proto::qos::pod_qos;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::SystemTime;
@@ -233,35 +234,6 @@ fn write_events(out: &mut String, events: &[Event], now: SystemTime) {
     }
 }
 
-/// A pod's QoS class, as Kubernetes computes it: Guaranteed when every container has cpu
-/// and memory limits equal to its requests, BestEffort when none has any, else Burstable.
-pub fn qos_class(pod: &Pod) -> &'static str {
-    let containers = pod.spec.containers.iter().chain(&pod.spec.init_containers);
-    let mut any = false;
-    let mut guaranteed = true;
-    for c in containers {
-        for resource in ["cpu", "memory"] {
-            let request = c.resources.requests.get(resource);
-            let limit = c.resources.limits.get(resource);
-            if request.is_some_and(|q| q.millis() != 0) || limit.is_some_and(|q| q.millis() != 0) {
-                any = true;
-            }
-            match (request, limit) {
-                (_, None) => guaranteed = false,
-                (Some(r), Some(l)) if r != l => guaranteed = false,
-                _ => {}
-            }
-        }
-    }
-    if !any {
-        "BestEffort"
-    } else if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
-}
-
 fn write_container(out: &mut String, pod: &Pod, c: &Container) {
     let _ = writeln!(out, "  {}:", c.name);
     let _ = writeln!(
@@ -410,7 +382,7 @@ pub fn describe_pod(pod: &Pod, events: &[Event], now: SystemTime) -> String {
             let _ = writeln!(out, "  {}\t{}", c.type_, c.status);
         }
     }
-    let _ = writeln!(out, "QoS Class:\t{}", qos_class(pod));
+    let _ = writeln!(out, "QoS Class:\t{}", pod_qos(pod));
     write_map(&mut out, "Node-Selectors", &spec.node_selector);
     write_lines(
         &mut out,
@@ -765,51 +737,6 @@ mod tests {
                 claims: None,
             },
             ..Default::default()
-        }
-    }
-
-    #[test]
-    fn qos_classes() {
-        struct Case {
-            name: &'static str,
-            containers: Vec<Container>,
-            want: &'static str,
-        }
-        let cases = vec![
-            Case {
-                name: "nothing set",
-                containers: vec![container("a", &[], &[])],
-                want: "BestEffort",
-            },
-            Case {
-                name: "limits equal requests",
-                containers: vec![container(
-                    "a",
-                    &[("cpu", "1"), ("memory", "1Gi")],
-                    &[("cpu", "1"), ("memory", "1Gi")],
-                )],
-                want: "Guaranteed",
-            },
-            Case {
-                name: "limits only",
-                containers: vec![container("a", &[], &[("cpu", "1"), ("memory", "1Gi")])],
-                want: "Guaranteed",
-            },
-            Case {
-                name: "requests only",
-                containers: vec![container("a", &[("cpu", "1")], &[])],
-                want: "Burstable",
-            },
-        ];
-        for case in cases {
-            let pod = Pod {
-                spec: PodSpec {
-                    containers: case.containers,
-                    ..Default::default()
-                },
-                ..Default::default()
-            };
-            assert_eq!(qos_class(&pod), case.want, "{}", case.name);
         }
     }
 

@@ -8,6 +8,7 @@
 //!   store and feed the scheduler.
 //! - [`names`]: well-known names (taint keys, labels, annotations, condition types and
 //!   statuses, reasons) as constants.
+//! - [`qos`]: a pod's quality-of-service class.
 //! - [`quantity`]: exact resource quantities (`100m`, `1Gi`, `1e3`).
 //! - [`resources`]: resource vectors and a pod's effective request (init containers,
 //!   sidecars, overhead), shared by the scheduler's fit check and the agent's admission.
@@ -21,12 +22,13 @@
 
 pub mod model;
 pub mod names;
+pub mod qos;
 pub mod quantity;
 pub mod resources;
 pub mod selector;
 pub mod validate;
 
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use quantity::Quantity;

@@ -39,13 +39,22 @@ pub fn exists_toleration(key: &str, effect: Option<TaintEffect>) -> Toleration {
 
 /// A container with the given requests (`[("cpu", "500m")]`) and no limits.
 pub fn container(name: &str, requests: &[(&str, &str)]) -> Container {
+    container_with_limits(name, requests, &[])
+}
+
+/// A container with the given requests and limits (`[("cpu", "500m")]`).
+pub fn container_with_limits(
+    name: &str,
+    requests: &[(&str, &str)],
+    limits: &[(&str, &str)],
+) -> Container {
+    let list =
+        |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), qty(v))).collect();
     Container {
         name: name.into(),
         resources: ResourceRequirements {
-            requests: requests
-                .iter()
-                .map(|(k, v)| (k.to_string(), qty(v)))
-                .collect(),
+            requests: list(requests),
+            limits: list(limits),
             ..ResourceRequirements::default()
         },
         ..Container::default()
@@ -140,6 +149,12 @@ impl PodBuilder {
     pub fn sidecar(mut self, mut c: Container) -> Self {
         c.restart_policy = Some(RestartPolicy::Always);
         self.pod.spec.init_containers.push(c);
+        self
+    }
+
+    /// Sets pod-level `spec.resources`.
+    pub fn pod_resources(mut self, resources: ResourceRequirements) -> Self {
+        self.pod.spec.resources = Some(resources);
         self
     }
 

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use berth_proto::model::{
     Container, Pod, ResourceList, ResourceQuota, ResourceQuotaScope, ScopeSelectorOperator,
 };
+use berth_proto::qos::{pod_qos, QosClass};
 use berth_proto::Quantity;
 
 use crate::framework::resources::{pod_requests, Resources, CPU, MEMORY};
@@ -52,24 +53,11 @@ fn render(map: &BTreeMap<String, String>) -> String {
         .join(",")
 }
 
-/// Whether the pod is BestEffort: no container requests or limits cpu or memory.
-fn is_best_effort(pod: &Pod) -> bool {
-    pod.spec
-        .containers
-        .iter()
-        .chain(&pod.spec.init_containers)
-        .all(|c| {
-            [CPU, MEMORY].iter().all(|r| {
-                !c.resources.requests.contains_key(*r) && !c.resources.limits.contains_key(*r)
-            })
-        })
-}
-
 fn scope_matches(scope: ResourceQuotaScope, pod: &Pod) -> bool {
     match scope {
         ResourceQuotaScope::PriorityClass => !pod.spec.priority_class_name.is_empty(),
-        ResourceQuotaScope::BestEffort => is_best_effort(pod),
-        ResourceQuotaScope::NotBestEffort => !is_best_effort(pod),
+        ResourceQuotaScope::BestEffort => pod_qos(pod) == QosClass::BestEffort,
+        ResourceQuotaScope::NotBestEffort => pod_qos(pod) != QosClass::BestEffort,
         ResourceQuotaScope::Terminating => false,
         ResourceQuotaScope::NotTerminating => true,
         ResourceQuotaScope::CrossNamespacePodAffinity => has_cross_namespace_affinity(pod),
