@@ -368,7 +368,7 @@ pub fn objects(yaml: &str) -> Vec<berth_proto::pb::Object> {
     loaded
         .manifests
         .iter()
-        .map(|m| berth_proto::convert::object_to_pb(&m.object))
+        .map(|m| berth_proto::wire::object_to_pb(&m.object))
         .collect()
 }
 
@@ -395,7 +395,7 @@ pub fn list_pods(
         .into_inner()
         .objects
         .into_iter()
-        .filter_map(|o| match berth_proto::convert::object_from_pb(o) {
+        .filter_map(|o| match berth_proto::wire::object_from_pb(&o) {
             Ok(berth_proto::model::Object::Pod(p)) => Some(p),
             _ => None,
         })

@@ -5,7 +5,8 @@
 
 mod common;
 
-use berth_proto::pb;
+use berth_proto::model::{EnvVar, Pod};
+use berth_proto::{pb, wire};
 use common::{channel, objects, pod_yaml, runtime, str_at, wait_until, Security, TestCluster};
 
 const ADMIN: &str = "admin-5f0c1d";
@@ -229,23 +230,22 @@ fn assert_refused<T: std::fmt::Debug>(
     }
 }
 
-/// A valid pod, changed by `edit` in its wire form (past the CLI's validation).
-fn pod_with(name: &str, edit: impl FnOnce(&mut pb::Pod)) -> pb::Object {
-    let mut object = objects(&pod_yaml(name, "100m", "", "")).remove(0);
-    match &mut object.kind {
-        Some(pb::object::Kind::Pod(pod)) => edit(pod),
-        other => panic!("expected a pod, got {other:?}"),
-    }
-    object
+/// A valid pod, changed by `edit` before it goes on the wire (past the CLI's validation).
+fn pod_with(name: &str, edit: impl FnOnce(&mut Pod)) -> pb::Object {
+    let object = objects(&pod_yaml(name, "100m", "", "")).remove(0);
+    let mut pod = wire::pod_from_pb(Some(&object), "pod").expect("a pod");
+    edit(&mut pod);
+    wire::pod_to_pb(&pod)
 }
 
 /// Gives the pod's first container `count` environment variables of `bytes` each.
-fn env_of(pod: &mut pb::Pod, count: usize, bytes: usize) {
-    let container = &mut pod.spec.as_mut().expect("spec").containers[0];
+fn env_of(pod: &mut Pod, count: usize, bytes: usize) {
+    let container = &mut pod.spec.containers[0];
     for i in 0..count {
-        container.env.push(pb::EnvVar {
+        container.env.push(EnvVar {
             name: format!("FILL_{i}"),
             value: "v".repeat(bytes),
+            ..Default::default()
         });
     }
 }
@@ -264,12 +264,13 @@ fn malformed_and_oversized_requests_are_refused_without_harming_the_server() {
         dry_run: false,
     };
     // An object with no kind.
-    let r = rt.block_on(api.apply(apply(vec![pb::Object { kind: None }])));
+    let r = rt.block_on(api.apply(apply(vec![pb::Object::default()])));
     assert_refused("empty object", r, tonic::Code::InvalidArgument, "object 1");
     // A label value far past 63 characters.
     let huge_label = pod_with("huge-label", |pod| {
-        let meta = pod.metadata.as_mut().expect("metadata");
-        meta.labels.insert("app".into(), "x".repeat(100_000));
+        pod.metadata
+            .labels
+            .insert("app".into(), "x".repeat(100_000));
     });
     let r = rt.block_on(api.apply(apply(vec![huge_label])));
     assert_refused(
@@ -299,7 +300,7 @@ fn malformed_and_oversized_requests_are_refused_without_harming_the_server() {
         "message length too large",
     );
     // More objects than one apply may carry.
-    let r = rt.block_on(api.apply(apply(vec![pb::Object { kind: None }; 10_001])));
+    let r = rt.block_on(api.apply(apply(vec![pb::Object::default(); 10_001])));
     assert_refused(
         "too many objects",
         r,
@@ -345,12 +346,9 @@ fn malformed_and_oversized_requests_are_refused_without_harming_the_server() {
         tonic::Code::InvalidArgument,
         "node",
     );
-    let bad_node = pb::Node {
-        metadata: Some(pb::ObjectMeta {
-            name: "Bad_Name".into(),
-            ..Default::default()
-        }),
-        ..Default::default()
+    let bad_node = pb::Object {
+        kind: pb::Kind::Node as i32,
+        json: r#"{"metadata":{"name":"Bad_Name"}}"#.into(),
     };
     let r = rt.block_on(agents.register(pb::RegisterRequest {
         node: Some(bad_node),
@@ -364,7 +362,7 @@ fn malformed_and_oversized_requests_are_refused_without_harming_the_server() {
     let heartbeat_first = tonic::codegen::tokio_stream::iter(vec![pb::AgentMessage {
         msg: Some(pb::agent_message::Msg::Heartbeat(pb::Heartbeat {
             node_name: "n".into(),
-            conditions: vec![],
+            conditions_json: String::new(),
         })),
     }]);
     let r = rt.block_on(agents.session(heartbeat_first));

@@ -13,6 +13,7 @@ use berth_proto::pb;
 use berth_proto::pb::agent_client::AgentClient;
 use berth_proto::pb::agent_message::Msg as Up;
 use berth_proto::pb::scheduler_message::Msg as Down;
+use berth_proto::wire::{node_to_pb, pod_from_pb, to_json, Identity};
 use berth_proto::Quantity;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -286,7 +287,7 @@ impl Agent {
         node.status.conditions = self.conditions();
         let response = client
             .register(self.request(pb::RegisterRequest {
-                node: Some(pb::Node::from(&node)),
+                node: Some(node_to_pb(&node)),
             }))
             .await
             .map_err(|source| Error::Register {
@@ -412,11 +413,7 @@ impl Agent {
     fn heartbeat(&self) -> Up {
         Up::Heartbeat(pb::Heartbeat {
             node_name: self.node.name.clone(),
-            conditions: self
-                .conditions()
-                .iter()
-                .map(pb::NodeCondition::from)
-                .collect(),
+            conditions_json: to_json(&self.conditions()),
         })
     }
 
@@ -477,7 +474,11 @@ impl Agent {
             warn!("StartPod without a pod; ignoring it");
             return Ok(());
         };
-        let meta = msg.metadata.clone().unwrap_or_default();
+        let decoded = pod_from_pb(Some(&msg), "pod");
+        let meta = match &decoded {
+            Ok(pod) => Identity::of(&pod.metadata),
+            Err(_) => Identity::read(&msg),
+        };
         tracing::Span::current().record(
             "pod",
             tracing::field::display(format_args!("{}/{}", meta.namespace, meta.name)),
@@ -486,7 +487,7 @@ impl Agent {
             warn!("StartPod for a pod without a uid; ignoring it");
             return Ok(());
         }
-        let status = match model::Pod::try_from(msg) {
+        let status = match decoded {
             Err(source) => {
                 let e = Error::InvalidPod {
                     namespace: meta.namespace.clone(),
@@ -674,7 +675,7 @@ fn pod_status(namespace: String, name: String, uid: String, status: &PodStatus) 
         namespace,
         name,
         uid,
-        status: Some(pb::PodStatus::from(status)),
+        status_json: to_json(status),
     })
 }
 

@@ -100,7 +100,7 @@ pub enum Error {
         name: String,
         /// What the conversion rejected.
         #[source]
-        source: berth_proto::convert::ConvertError,
+        source: berth_proto::validate::FieldError,
     },
     /// A folder the agent needs could not be created.
     #[error("creating {path}")]

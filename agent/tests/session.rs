@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use berth_agent::Args;
 use berth_proto::model::{self, PodPhase, TaintEffect};
-use berth_proto::pb;
 use berth_proto::pb::agent_message::Msg as Up;
 use berth_proto::pb::agent_server::{Agent, AgentServer};
 use berth_proto::pb::scheduler_message::Msg as Down;
+use berth_proto::{pb, wire};
 use clap::Parser;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -32,7 +32,7 @@ struct SessionHandle {
 
 /// A scheduler that records registrations and hands each session to the test.
 struct FakeScheduler {
-    registered: mpsc::UnboundedSender<pb::Node>,
+    registered: mpsc::UnboundedSender<pb::Object>,
     sessions: mpsc::UnboundedSender<SessionHandle>,
 }
 
@@ -112,7 +112,7 @@ async fn stop_agent(shutdown: CancellationToken, agent: JoinHandle<berth_agent::
     assert!(result.is_ok(), "agent returned {result:?}");
 }
 
-fn pod(uid: &str) -> pb::Pod {
+fn pod(uid: &str) -> pb::Object {
     let pod = model::Pod {
         metadata: model::ObjectMeta {
             namespace: "default".to_string(),
@@ -130,12 +130,12 @@ fn pod(uid: &str) -> pb::Pod {
         },
         ..model::Pod::default()
     };
-    pb::Pod::from(&pod)
+    wire::pod_to_pb(&pod)
 }
 
 async fn start_fake_scheduler() -> (
     SocketAddr,
-    mpsc::UnboundedReceiver<pb::Node>,
+    mpsc::UnboundedReceiver<pb::Object>,
     mpsc::UnboundedReceiver<SessionHandle>,
 ) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -180,7 +180,7 @@ async fn registers_heartbeats_runs_pods_and_resyncs_after_reconnect() {
 
     // Registration carries the node as the flags describe it.
     let node = within("registration", registrations.recv()).await;
-    let node = model::Node::try_from(node).expect("the registered node converts");
+    let node = wire::node_from_pb(Some(&node), "node").expect("the registered node decodes");
     assert_eq!(node.metadata.name, "test-node");
     assert_eq!(node.metadata.labels["kubernetes.io/hostname"], "test-node");
     assert_eq!(node.metadata.labels["kubernetes.io/os"], "linux");
@@ -220,7 +220,10 @@ async fn registers_heartbeats_runs_pods_and_resyncs_after_reconnect() {
         match within("a heartbeat", first.up.recv()).await.msg {
             Some(Up::Heartbeat(beat)) => {
                 assert_eq!(beat.node_name, "test-node");
-                let ready = beat.conditions.iter().find(|c| c.r#type == "Ready");
+                let conditions: Vec<model::NodeCondition> =
+                    wire::from_json("conditions_json", &beat.conditions_json)
+                        .expect("heartbeat conditions decode");
+                let ready = conditions.iter().find(|c| c.type_ == "Ready");
                 let ready = ready.expect("heartbeats carry Ready");
                 assert_eq!(
                     (ready.status.as_str(), ready.reason.as_str()),
@@ -249,8 +252,9 @@ async fn registers_heartbeats_runs_pods_and_resyncs_after_reconnect() {
                 ("default", "web-1")
             );
             assert_eq!(update.uid, "uid-1");
-            let status = update.status.expect("a status");
-            assert_eq!(status.phase, PodPhase::Running.as_str());
+            let status: model::PodStatus =
+                wire::from_json("status_json", &update.status_json).expect("a status");
+            assert_eq!(status.phase, PodPhase::Running);
             assert!(status.start_time.is_some());
             assert_eq!(status.container_statuses.len(), 1);
             assert!(status.container_statuses[0].ready);
@@ -284,13 +288,14 @@ async fn registers_heartbeats_runs_pods_and_resyncs_after_reconnect() {
     loop {
         match next_non_heartbeat(&mut second).await {
             Up::PodStatus(update) => {
-                let status = update.status.expect("a status");
+                let status: model::PodStatus =
+                    wire::from_json("status_json", &update.status_json).expect("a status");
                 // The resync after Hello may re-report the pod as Running first.
-                if status.phase == PodPhase::Running.as_str() {
+                if status.phase == PodPhase::Running {
                     continue;
                 }
                 assert_eq!(update.uid, "uid-1");
-                assert_eq!(status.phase, PodPhase::Failed.as_str());
+                assert_eq!(status.phase, PodPhase::Failed);
                 assert_eq!(status.reason, "Preempted");
                 break;
             }

@@ -42,68 +42,55 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i]
 }
 
+// The load clients speak the wire form directly, as a client in another language would:
+// objects as their Kubernetes JSON.
+
 fn pod(namespace: &str, name: &str, client: usize) -> pb::Object {
-    let mut requests = std::collections::HashMap::new();
-    requests.insert("cpu".to_string(), "10m".to_string());
-    requests.insert("memory".to_string(), "16Mi".to_string());
-    let mut labels = std::collections::HashMap::new();
-    labels.insert("client".to_string(), format!("c{client}"));
-    labels.insert("app".to_string(), "load".to_string());
+    let pod = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"client": format!("c{client}"), "app": "load"}},
+        "spec": {"containers": [{"name": "main", "image": "busybox",
+                                 "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
+    });
     pb::Object {
-        kind: Some(pb::object::Kind::Pod(pb::Pod {
-            metadata: Some(pb::ObjectMeta {
-                name: name.to_string(),
-                namespace: namespace.to_string(),
-                labels,
-                ..Default::default()
-            }),
-            spec: Some(pb::PodSpec {
-                containers: vec![pb::Container {
-                    name: "main".into(),
-                    image: "busybox".into(),
-                    resources: Some(pb::ResourceRequirements {
-                        requests,
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
-            ..Default::default()
-        })),
+        kind: pb::Kind::Pod as i32,
+        json: pod.to_string(),
     }
 }
 
-fn node(name: &str) -> pb::Node {
-    let mut capacity = std::collections::HashMap::new();
-    capacity.insert("cpu".to_string(), "4".to_string());
-    capacity.insert("memory".to_string(), "8Gi".to_string());
-    capacity.insert("pods".to_string(), "110".to_string());
-    let mut labels = std::collections::HashMap::new();
-    labels.insert(names::LABEL_HOSTNAME.to_string(), name.to_string());
-    pb::Node {
-        metadata: Some(pb::ObjectMeta {
-            name: name.to_string(),
-            labels,
-            ..Default::default()
-        }),
-        spec: Some(pb::NodeSpec::default()),
-        status: Some(pb::NodeStatus {
-            allocatable: capacity.clone(),
-            capacity,
-            ..Default::default()
-        }),
+fn node(name: &str) -> pb::Object {
+    let capacity = serde_json::json!({"cpu": "4", "memory": "8Gi", "pods": "110"});
+    let node = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {names::LABEL_HOSTNAME: name}},
+        "status": {"capacity": capacity, "allocatable": capacity}
+    });
+    pb::Object {
+        kind: pb::Kind::Node as i32,
+        json: node.to_string(),
     }
 }
 
-fn ready() -> pb::NodeCondition {
-    pb::NodeCondition {
-        r#type: names::CONDITION_READY.into(),
-        status: names::STATUS_TRUE.into(),
-        reason: "KubeletReady".into(),
-        message: "simulated node".into(),
-        ..Default::default()
-    }
+/// The conditions a heartbeat carries, as JSON.
+fn ready() -> String {
+    serde_json::json!([{"type": names::CONDITION_READY, "status": names::STATUS_TRUE, "reason": "KubeletReady",
+                        "message": "simulated node"}])
+    .to_string()
+}
+
+/// The namespace, name and uid of an object's JSON.
+fn identity(object: &pb::Object) -> (String, String, String) {
+    let value: serde_json::Value = serde_json::from_str(&object.json).unwrap_or_default();
+    let field = |f: &str| {
+        value["metadata"][f]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    (field("namespace"), field("name"), field("uid"))
 }
 
 /// One simulated node: registers, opens its session, heartbeats every second and reports
@@ -149,7 +136,7 @@ async fn simulated_node(
                 let beat = pb::AgentMessage {
                     msg: Some(pb::agent_message::Msg::Heartbeat(pb::Heartbeat {
                         node_name: name.clone(),
-                        conditions: vec![ready()],
+                        conditions_json: ready(),
                     })),
                 };
                 if tx.send(beat).await.is_err() {
@@ -160,13 +147,13 @@ async fn simulated_node(
             }
             message = inbound.message() => match message {
                 Ok(Some(pb::SchedulerMessage { msg: Some(pb::scheduler_message::Msg::StartPod(start)) })) => {
-                    let meta = start.pod.and_then(|p| p.metadata).unwrap_or_default();
+                    let (namespace, name, uid) = start.pod.as_ref().map(identity).unwrap_or_default();
                     let status = pb::AgentMessage {
                         msg: Some(pb::agent_message::Msg::PodStatus(pb::PodStatusUpdate {
-                            namespace: meta.namespace,
-                            name: meta.name,
-                            uid: meta.uid,
-                            status: Some(pb::PodStatus { phase: "Running".into(), ..Default::default() }),
+                            namespace,
+                            name,
+                            uid,
+                            status_json: r#"{"phase":"Running"}"#.into(),
                         })),
                     };
                     let _ = tx.send(status).await;
@@ -340,10 +327,7 @@ fn main() {
             .into_inner()
             .objects
             .into_iter()
-            .filter_map(|o| match o.kind {
-                Some(pb::object::Kind::Pod(p)) => p.metadata.map(|m| m.name),
-                _ => None,
-            })
+            .map(|o| identity(&o).1)
             .collect();
         let acked = acked.lock().unwrap().clone();
         let lost = acked.difference(&stored).count();

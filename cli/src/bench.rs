@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use berth_proto::model::{NodeCondition, Object, PodPhase, PodStatus, Time};
-use berth_proto::pb;
 use berth_proto::pb::agent_client::AgentClient;
+use berth_proto::{pb, wire};
 use berth_scheduler::perf::report::{peak_rss_bytes, Latency, Mode, Report, Throughput};
 use berth_scheduler::perf::runner::{check_profile, sample_until};
 use berth_scheduler::perf::workloads::{
@@ -251,7 +251,7 @@ async fn apply_all(
         let chunk: Vec<pb::Object> = objects
             .by_ref()
             .take(batch.max(1))
-            .map(|o| pb::Object::from(&o))
+            .map(|o| wire::object_to_pb(&o))
             .collect();
         api.apply(pb::ApplyRequest {
             objects: chunk,
@@ -263,14 +263,14 @@ async fn apply_all(
     Ok(())
 }
 
-/// The status a simulated agent reports for a pod it was told to start.
-fn running_status() -> pb::PodStatus {
+/// The status a simulated agent reports for a pod it was told to start, as JSON.
+fn running_status() -> String {
     let status = PodStatus {
         phase: PodPhase::Running,
         start_time: Some(Time::now()),
         ..PodStatus::default()
     };
-    pb::PodStatus::from(&status)
+    wire::to_json(&status)
 }
 
 fn ready_condition() -> NodeCondition {
@@ -301,7 +301,7 @@ async fn simulated_agent(
         node.status.conditions.push(ready_condition());
         client
             .register(pb::RegisterRequest {
-                node: Some(pb::Node::from(&node)),
+                node: Some(wire::node_to_pb(&node)),
             })
             .await
             .with_context(|| format!("registering {name}"))?;
@@ -316,7 +316,7 @@ async fn simulated_agent(
     let heartbeat = || {
         up(pb::agent_message::Msg::Heartbeat(pb::Heartbeat {
             node_name: name.clone(),
-            conditions: vec![pb::NodeCondition::from(&ready_condition())],
+            conditions_json: wire::to_json(&[ready_condition()]),
         }))
     };
     tx.send(heartbeat()).await?;
@@ -343,12 +343,13 @@ async fn simulated_agent(
                     Err(_) => return Ok(()),
                 };
                 if let Some(pb::scheduler_message::Msg::StartPod(start)) = msg.msg {
-                    let Some(meta) = start.pod.and_then(|p| p.metadata) else { continue };
+                    let Some(pod) = start.pod else { continue };
+                    let meta = wire::Identity::read(&pod);
                     let update = pb::PodStatusUpdate {
                         namespace: meta.namespace,
                         name: meta.name,
                         uid: meta.uid,
-                        status: Some(running_status()),
+                        status_json: running_status(),
                     };
                     if tx.send(up(pb::agent_message::Msg::PodStatus(update))).await.is_err() {
                         return Ok(());
@@ -499,7 +500,7 @@ async fn drive_e2e(
                     return;
                 };
                 if let Some(object) = event.object {
-                    if let Ok(object) = berth_proto::convert::object_from_pb(object) {
+                    if let Ok(object) = wire::object_from_pb(&object) {
                         binds.observe(object, &mut seen);
                     }
                 }

@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
-use berth_proto::convert::{kind_from_pb, kind_to_pb, object_from_pb, object_to_pb, ConvertError};
 use berth_proto::model::{Kind, Object};
 use berth_proto::pb;
 use berth_proto::pb::berth_client::BerthClient;
+use berth_proto::validate::FieldError;
+use berth_proto::wire::{kind_from_pb, kind_to_pb, object_from_pb, object_to_pb};
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
@@ -47,7 +48,7 @@ pub enum ClientError {
     },
     /// The server sent an object this client cannot read.
     #[error("unreadable object from the server: {0}")]
-    Convert(#[from] ConvertError),
+    Convert(#[from] FieldError),
     /// The CA file cannot be read.
     #[error("reading the CA certificate {path}: {source}")]
     ReadCa {
@@ -326,7 +327,7 @@ impl Client {
             .get(request)
             .await
             .map_err(|s| self.status_error(s))?;
-        Ok(object_from_pb(object.into_inner())?)
+        Ok(object_from_pb(object.get_ref())?)
     }
 
     /// Lists objects of a kind: in `namespace` (empty: all), matching `label_selector`
@@ -353,7 +354,7 @@ impl Client {
             .into_inner()
             .objects
             .into_iter()
-            .map(|o| object_from_pb(o).map_err(ClientError::from))
+            .map(|o| object_from_pb(&o).map_err(ClientError::from))
             .collect()
     }
 
@@ -380,7 +381,7 @@ impl Client {
         response
             .into_inner()
             .object
-            .map(object_from_pb)
+            .map(|o| object_from_pb(&o))
             .transpose()
             .map_err(ClientError::from)
     }

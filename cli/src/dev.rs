@@ -14,6 +14,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use berth_proto::model::Object;
 use berth_proto::pb;
 use tokio::process::{Child, Command};
 
@@ -401,19 +402,17 @@ async fn start_and_wait(
             .objects;
         let ready = nodes
             .iter()
-            .filter(|o| match &o.kind {
-                Some(pb::object::Kind::Node(n)) => {
-                    cluster
-                        .agents
-                        .iter()
-                        .any(|(name, _)| n.metadata.as_ref().is_some_and(|m| &m.name == name))
-                        && n.status.as_ref().is_some_and(|s| {
-                            s.conditions.iter().any(|c| {
-                                c.r#type == names::CONDITION_READY && c.status == names::STATUS_TRUE
-                            })
-                        })
-                }
-                _ => false,
+            .filter_map(|o| match berth_proto::wire::object_from_pb(o) {
+                Ok(Object::Node(n)) => Some(n),
+                _ => None,
+            })
+            .filter(|n| {
+                cluster
+                    .agents
+                    .iter()
+                    .any(|(name, _)| &n.metadata.name == name)
+                    && n.condition(names::CONDITION_READY)
+                        .is_some_and(|c| c.status == names::STATUS_TRUE)
             })
             .count();
         if ready == cluster.agents.len() {

@@ -488,17 +488,8 @@ fn decode(kind: Kind, value: Value) -> Result<Object, (Option<String>, String)> 
     if kind == Kind::Event {
         return Err((None, "events cannot be written in manifests".into()));
     }
-    let mut track = serde_path_to_error::Track::new();
-    Object::deserialize_as(
-        kind,
-        serde_path_to_error::Deserializer::new(value, &mut track),
-    )
-    .map_err(|e| {
-        let path = track.path().to_string();
-        let path = (path != "." && !path.is_empty()).then_some(path);
-        // serde quotes names with backticks; kubectl users read double quotes.
-        (path, e.to_string().replace('`', "\""))
-    })
+    berth_proto::decode::object(kind, value)
+        .map_err(|e| ((!e.path.is_empty()).then_some(e.path), e.message))
 }
 
 /// The validation rules the server applies, as (field, message) pairs.

@@ -5,15 +5,17 @@
 //!
 //! - [`pb`]: code generated from `proto/berth.proto` (tonic and prost). Only the gRPC edges
 //!   (the scheduler's service, the agent's client, the CLI's client) touch these types.
-//! - [`convert`]: `pb` ⇄ `model`, in one place.
-//! - [`model`], [`names`], [`qos`], [`quantity`], [`resources`], [`selector`], [`validate`]: re-exported from the
-//!   `berth-model` crate, which holds the object model and its rules with no network
-//!   dependency.
+//!   Objects travel in them as their Kubernetes JSON (`pb::Object { kind, json }`).
+//! - [`wire`]: `pb` ⇄ `model`, in one place: objects to and from their JSON, with errors
+//!   that name the field.
+//! - [`model`], [`names`], [`qos`], [`quantity`], [`resources`], [`selector`], [`validate`], [`decode`]:
+//!   re-exported from the `berth-model` crate, which holds the object model and its rules
+//!   with no network dependency.
 #![warn(missing_docs)]
 
-pub mod convert;
+pub mod wire;
 
-pub use berth_model::{model, names, qos, quantity, resources, selector, validate};
+pub use berth_model::{decode, model, names, qos, quantity, resources, selector, validate};
 
 /// Generated protobuf and gRPC code for package `berth.v1`.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

@@ -7,12 +7,12 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use berth_proto::convert::{kind_from_pb, kind_to_pb, object_from_pb, object_to_pb};
 use berth_proto::model::{
     Event, Kind, Node, Object, ObjectKey, ObjectMeta, ObjectReference, Pod, Time,
 };
 use berth_proto::pb;
 use berth_proto::pb::berth_server::{Berth, BerthServer};
+use berth_proto::wire::{kind_from_pb, kind_to_pb, object_from_pb, object_to_pb, pod_to_pb};
 use clap::Parser;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status};
@@ -75,7 +75,7 @@ impl Berth for Fake {
         let mut writes = Vec::new();
         for msg in request.objects {
             let mut object =
-                object_from_pb(msg).map_err(|e| Status::invalid_argument(e.to_string()))?;
+                object_from_pb(&msg).map_err(|e| Status::invalid_argument(e.to_string()))?;
             if let Err(e) = berth_proto::validate::validate_object(&object) {
                 return Err(Status::invalid_argument(e.to_string()));
             }
@@ -195,7 +195,7 @@ impl Berth for Fake {
         let mut state = self.state.lock().expect("state lock");
         match state.objects.remove(&key) {
             Some(Object::Pod(pod)) => Ok(Response::new(pb::EvictResponse {
-                pod: Some(pb::Pod::from(&pod)),
+                pod: Some(pod_to_pb(&pod)),
             })),
             _ => Err(not_found(&key)),
         }

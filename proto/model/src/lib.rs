@@ -16,10 +16,12 @@
 //! - [`validate`]: the API's validation rules, shared by the CLI and the server.
 //! - `testing` (feature `testing`): builders for pods and nodes, used by the tests of every
 //!   crate instead of ad-hoc fixtures.
+//! - [`decode`]: reading objects from their Kubernetes form, naming the failing field.
 //!
 //! No network, store or runtime dependency: the compiler keeps the rules pure.
 #![warn(missing_docs)]
 
+pub mod decode;
 pub mod model;
 pub mod names;
 pub mod qos;

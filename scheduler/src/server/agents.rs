@@ -15,9 +15,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use berth_proto::convert::object_from_pb;
 use berth_proto::model::{Kind, Node, NodeCondition, Object, ObjectKey, Pod, PodStatus, Time};
 use berth_proto::pb;
+use berth_proto::wire::{from_json, node_from_pb, node_to_pb, pod_to_pb};
 use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::{Stream, StreamExt};
@@ -381,13 +381,14 @@ impl AgentService {
     /// Stores a pod's status as its agent reports it.
     fn pod_status(&self, node_name: &str, update: pb::PodStatusUpdate) -> Result<(), Error> {
         let key = ObjectKey::new(Kind::Pod, &update.namespace, &update.name);
-        let status: PodStatus = match update.status {
-            Some(s) => s.try_into().map_err(|source| Error::Convert {
+        if update.status_json.is_empty() {
+            return Ok(());
+        }
+        let status: PodStatus =
+            from_json("status_json", &update.status_json).map_err(|source| Error::Convert {
                 context: format!("status of pod {}/{}", update.namespace, update.name),
                 source,
-            })?,
-            None => return Ok(()),
-        };
+            })?;
         for _ in 0..5 {
             let Some(Object::Pod(mut pod)) = self.store.get(&key)? else {
                 return Ok(()); // deleted meanwhile
@@ -458,7 +459,7 @@ fn load_bindings(store: &dyn ObjectStore) -> Result<HashMap<String, String>, Err
 fn start_msg(pod: &Pod) -> pb::SchedulerMessage {
     pb::SchedulerMessage {
         msg: Some(pb::scheduler_message::Msg::StartPod(pb::StartPod {
-            pod: Some(pod.into()),
+            pod: Some(pod_to_pb(pod)),
         })),
     }
 }
@@ -485,17 +486,8 @@ impl pb::agent_server::Agent for AgentService {
         req: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
         let caller = req.extensions().get::<Caller>().cloned();
-        let node = req
-            .into_inner()
-            .node
-            .ok_or_else(|| Status::invalid_argument("node: Required value"))?;
-        let obj = object_from_pb(pb::Object {
-            kind: Some(pb::object::Kind::Node(node)),
-        })
-        .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let Object::Node(node) = obj else {
-            unreachable!("converted from a node")
-        };
+        let node = node_from_pb(req.get_ref().node.as_ref(), "node")
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         let this = self.clone();
         let node = tokio::task::spawn_blocking(move || -> Result<Node, Status> {
             if let Some(caller) = caller.as_ref().filter(|c| c.role == Role::Node) {
@@ -508,7 +500,7 @@ impl pb::agent_server::Agent for AgentService {
         self.health.record(&node.metadata.name);
         info!(node = %node.metadata.name, "node registered");
         Ok(Response::new(pb::RegisterResponse {
-            node: Some((&node).into()),
+            node: Some(node_to_pb(&node)),
             heartbeat_interval_seconds: HEARTBEAT_INTERVAL.as_secs() as u32,
         }))
     }
@@ -586,10 +578,13 @@ impl pb::agent_server::Agent for AgentService {
                         let result = tokio::task::spawn_blocking(move || match msg.msg {
                             Some(pb::agent_message::Msg::Heartbeat(hb)) => {
                                 this2.health.record(&node);
-                                let conditions = hb.conditions.into_iter()
-                                    .map(NodeCondition::try_from)
-                                    .collect::<Result<Vec<_>, _>>()
-                                    .map_err(|source| Error::Convert { context: "heartbeat".into(), source })?;
+                                // Left empty: no conditions to report, only liveness.
+                                let conditions: Vec<NodeCondition> = if hb.conditions_json.is_empty() {
+                                    Vec::new()
+                                } else {
+                                    from_json("conditions_json", &hb.conditions_json)
+                                        .map_err(|source| Error::Convert { context: "heartbeat".into(), source })?
+                                };
                                 this2.heartbeat(&node, conditions)
                             }
                             Some(pb::agent_message::Msg::PodStatus(update)) => this2.pod_status(&node, update),

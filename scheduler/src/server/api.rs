@@ -4,8 +4,8 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
-use berth_proto::convert::{kind_from_pb, object_from_pb, object_to_pb};
 use berth_proto::model::{Kind, Object, ObjectKey};
+use berth_proto::wire::{kind_from_pb, kind_to_pb, object_from_pb, object_to_pb, pod_to_pb};
 use berth_proto::{pb, selector};
 use berth_store::{ChangeType, ObjectStore, Op, Precondition};
 use tokio_stream::Stream;
@@ -22,8 +22,8 @@ pub const MAX_OBJECTS_PER_APPLY: usize = 10_000;
 /// `OUT_OF_RANGE` before any handler runs.
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 
-/// Largest object the server stores, in bytes of its protobuf encoding: etcd's default
-/// request limit, which bounds a Kubernetes object (stored as protobuf) the same way.
+/// Largest object the server stores, in bytes of its JSON (the form it travels and is stored
+/// in): etcd's default request limit, which bounds a Kubernetes object the same way.
 pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
 
 /// The Berth API service over a store.
@@ -72,7 +72,7 @@ impl ApiService {
         let mut seen = std::collections::HashSet::new();
         let objects = req
             .objects
-            .into_iter()
+            .iter()
             .enumerate()
             .map(|(i, pb_obj)| {
                 object_from_pb(pb_obj).map_err(|source| Error::Convert {
@@ -207,7 +207,7 @@ impl ApiService {
 
 fn apply_result(key: &ObjectKey, action: &str, rv: &str) -> pb::ApplyResult {
     pb::ApplyResult {
-        kind: berth_proto::convert::kind_to_pb(key.kind) as i32,
+        kind: kind_to_pb(key.kind) as i32,
         namespace: key.namespace.clone(),
         name: key.name.clone(),
         action: action.to_string(),
@@ -290,7 +290,7 @@ impl pb::berth_server::Berth for ApiService {
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
         Ok(Response::new(pb::EvictResponse {
-            pod: Some(pb::Pod::from(&pod)),
+            pod: Some(pod_to_pb(&pod)),
         }))
     }
 
@@ -371,9 +371,9 @@ impl pb::berth_server::Berth for ApiService {
     }
 }
 
-/// Refuses an object larger than [`MAX_OBJECT_BYTES`] in its encoded (protobuf) form.
+/// Refuses an object larger than [`MAX_OBJECT_BYTES`] in its JSON form.
 fn check_object_size(obj: &Object) -> Result<()> {
-    let size = prost::Message::encoded_len(&object_to_pb(obj));
+    let size = json_len(obj);
     if size > MAX_OBJECT_BYTES {
         return Err(Error::BadRequest(format!(
             "{} is too large: {size} bytes encoded, more than the limit of {MAX_OBJECT_BYTES}",
@@ -381,6 +381,23 @@ fn check_object_size(obj: &Object) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The length of an object's JSON, counted without keeping the text.
+fn json_len(obj: &Object) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, obj).expect("model objects serialize to JSON");
+    count.0
 }
 
 /// A stream fed by a task through a bounded channel.

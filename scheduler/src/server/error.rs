@@ -1,8 +1,7 @@
 //! The server's error type, and its single mapping to gRPC statuses.
 
-use berth_proto::convert::ConvertError;
 use berth_proto::model::ObjectKey;
-use berth_proto::validate::ValidationErrors;
+use berth_proto::validate::{FieldError, ValidationErrors};
 
 /// What went wrong while serving a request.
 #[derive(Debug, thiserror::Error)]
@@ -29,14 +28,14 @@ pub enum Error {
         /// The stored version.
         found: String,
     },
-    /// A message does not convert into the object model.
+    /// A message does not decode into the object model.
     #[error("{context}: {source}")]
     Convert {
         /// Which object of the request.
         context: String,
         /// The field and problem.
         #[source]
-        source: ConvertError,
+        source: FieldError,
     },
     /// An object fails validation.
     #[error("{context} is invalid: {source}")]
