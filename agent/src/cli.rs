@@ -1,18 +1,15 @@
-//! The agent's command line: [`Args`] (shared by the `berth-agent` binary and the CLI's
-//! hidden `berth agent` subcommand) and [`main`], the binary's body.
+//! The agent's command line: [`Args`], shared by the `berth-agent` binary and the CLI's
+//! hidden `berth agent` subcommand (whose body, with logging and signals, is in the `berth`
+//! CLI crate).
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use berth_proto::model::Taint;
 use berth_proto::Quantity;
 use clap::{Parser, ValueEnum};
-use tokio_util::sync::CancellationToken;
 use tonic::transport::Certificate;
-use tracing::info;
-use tracing_subscriber::EnvFilter;
 
 use crate::node::{parse_label, parse_taint};
 
@@ -180,74 +177,4 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
-}
-
-/// Installs the global tracing subscriber: `RUST_LOG` filtering (default `info`), in the
-/// given format. For binaries only; libraries just emit.
-pub fn init_tracing(format: LogFormat) -> anyhow::Result<()> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let installed = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
-    installed
-        .map_err(|e| anyhow::anyhow!(e))
-        .context("installing the log subscriber")
-}
-
-/// The `berth-agent` binary: parses the flags, installs logging, and runs the agent until
-/// SIGINT or SIGTERM.
-pub fn main() -> anyhow::Result<()> {
-    main_from(std::env::args_os())
-}
-
-/// As [`main`], with the command line given (the first item is the program name); `berth
-/// agent ...` runs the agent this way.
-pub fn main_from<I, T>(command_line: I) -> anyhow::Result<()>
-where
-    I: IntoIterator<Item = T>,
-    T: Into<std::ffi::OsString> + Clone,
-{
-    let args = Args::parse_from(command_line);
-    init_tracing(args.log_format)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("building the tokio runtime")?;
-    runtime.block_on(async move {
-        let shutdown = CancellationToken::new();
-        tokio::spawn(cancel_on_signal(shutdown.clone()));
-        crate::run(args, shutdown)
-            .await
-            .context("running the agent")
-    })
-}
-
-/// Cancels `shutdown` on the first SIGINT or SIGTERM.
-async fn cancel_on_signal(shutdown: CancellationToken) {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => info!("SIGINT received; shutting down"),
-                    _ = term.recv() => info!("SIGTERM received; shutting down"),
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM; only SIGINT stops the agent");
-                if ctrl_c.await.is_ok() {
-                    info!("SIGINT received; shutting down");
-                }
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    if ctrl_c.await.is_ok() {
-        info!("SIGINT received; shutting down");
-    }
-    shutdown.cancel();
 }

@@ -4,8 +4,9 @@
 //!
 //! # Layout
 //!
-//! - [`cli`]: the flags ([`Args`]), shared with the CLI's hidden `berth agent` subcommand, and
-//!   the `berth-agent` binary's `main` (logging, tokio runtime, signals).
+//! - [`cli`]: the flags ([`Args`]), shared by the `berth-agent` binary and the CLI's hidden
+//!   `berth agent` subcommand; their body (logging, tokio runtime, signals) is in the CLI
+//!   crate, so this library only emits logs and returns its [`Error`].
 //! - [`node`]: the Node to register, from flags and the machine (hostname, CPUs,
 //!   `/proc/meminfo`), its conditions, and the kubelet-style parsers for `--labels` and taints.
 //! - [`client`]: the gRPC edge: registration, the session stream (Hello, heartbeats, pod

@@ -1,6 +1,6 @@
-//! The `berth-agent` binary: Berth's node agent. Everything lives in the `berth_agent`
-//! library; see `berth_agent::cli::main`.
+//! The `berth-agent` binary: Berth's node agent (its body is `berth_cli::daemon`, shared
+//! with `berth agent`).
 
 fn main() -> anyhow::Result<()> {
-    berth_agent::cli::main()
+    berth_cli::daemon::agent_main_from(std::env::args_os())
 }

@@ -11,6 +11,8 @@
 //! - [`config`] and [`client`]: finding the scheduler and talking to it.
 //! - [`output`]: tables, ages and status columns as kubectl prints them.
 //! - [`dev`]: `berth dev`.
+//! - [`daemon`]: the scheduler and agent processes (`berth-scheduler`, `berth-agent`,
+//!   `berth scheduler`, `berth agent`): flags, logging, signals.
 //! - [`bench`]: `berth bench`, kube's scheduler_perf workloads measured.
 //! - [`sim`]: `berth sim`, the scheduler run offline over manifests.
 #![warn(missing_docs)]
@@ -19,6 +21,7 @@ pub mod bench;
 pub mod client;
 pub mod cmd;
 pub mod config;
+pub mod daemon;
 pub mod dev;
 pub mod manifest;
 pub mod output;
@@ -111,10 +114,8 @@ pub fn main() -> ExitCode {
     let mode = argv.next();
     let embedded: Option<(&str, fn(Vec<std::ffi::OsString>) -> anyhow::Result<()>)> =
         match mode.as_ref().and_then(|m| m.to_str()) {
-            Some("scheduler") => Some(("berth scheduler", |a| {
-                berth_scheduler::server::cli::main_from(a)
-            })),
-            Some("agent") => Some(("berth agent", |a| berth_agent::cli::main_from(a))),
+            Some("scheduler") => Some(("berth scheduler", |a| daemon::scheduler_main_from(a))),
+            Some("agent") => Some(("berth agent", |a| daemon::agent_main_from(a))),
             _ => None,
         };
     if let Some((name, run)) = embedded {
@@ -133,7 +134,10 @@ pub fn main() -> ExitCode {
         Command::Dev(_) => "info",
         _ => "warn",
     };
-    init_tracing(default_level);
+    if let Err(e) = daemon::init_tracing(default_level, berth_agent::cli::LogFormat::Text) {
+        eprintln!("error: {e:#}");
+        return ExitCode::FAILURE;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -146,17 +150,6 @@ pub fn main() -> ExitCode {
     };
     let mut io = cmd::Io::stdio();
     runtime.block_on(execute(cli, &mut io))
-}
-
-/// Logs go to stderr, filtered by `RUST_LOG` (default: `default_level`).
-fn init_tracing(default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    // A second initialization (tests) keeps the first subscriber.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 /// Runs a parsed command line with the given output streams; errors are written to

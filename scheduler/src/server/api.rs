@@ -13,7 +13,7 @@ use tonic::{Request, Response, Status};
 use tracing::instrument;
 
 use super::admission::{self, ApplyAction};
-use super::error::{Error, Result};
+use super::error::{blocking, Error, Result};
 
 /// Most objects one Apply may carry.
 pub const MAX_OBJECTS_PER_APPLY: usize = 10_000;
@@ -238,9 +238,7 @@ impl pb::berth_server::Berth for ApiService {
     ) -> std::result::Result<Response<pb::ApplyResponse>, Status> {
         let this = self.clone();
         let req = req.into_inner();
-        let resp = tokio::task::spawn_blocking(move || this.apply(req))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))??;
+        let resp = blocking(move || this.apply(req)).await?;
         Ok(Response::new(resp))
     }
 
@@ -265,9 +263,7 @@ impl pb::berth_server::Berth for ApiService {
     ) -> std::result::Result<Response<pb::DeleteResponse>, Status> {
         let this = self.clone();
         let req = req.into_inner();
-        let resp = tokio::task::spawn_blocking(move || ApiService::delete(&this, req))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))??;
+        let resp = blocking(move || ApiService::delete(&this, req)).await?;
         Ok(Response::new(resp))
     }
 
@@ -279,16 +275,16 @@ impl pb::berth_server::Berth for ApiService {
         let store = self.store.clone();
         let req = req.into_inner();
         let namespace = default_namespace(Kind::Pod, &req.namespace);
-        let pod = tokio::task::spawn_blocking(move || {
+        let pod = blocking(move || {
             super::eviction::evict(
                 store.as_ref(),
                 &namespace,
                 &req.name,
                 req.grace_period_seconds,
             )
+            .map_err(Error::from)
         })
-        .await
-        .map_err(|e| Status::internal(e.to_string()))??;
+        .await?;
         Ok(Response::new(pb::EvictResponse {
             pod: Some(pod_to_pb(&pod)),
         }))
@@ -312,7 +308,7 @@ impl pb::berth_server::Berth for ApiService {
             (objects, revision)
         } else {
             let from = req.resource_version.parse::<u64>().map_err(|_| {
-                Status::invalid_argument(format!(
+                Error::BadRequest(format!(
                     "resource_version: {:?} is not a resource version",
                     req.resource_version
                 ))
@@ -337,12 +333,9 @@ impl pb::berth_server::Berth for ApiService {
                 };
                 let change = match received {
                     Ok(c) => c,
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                        let _ = tx
-                            .send(Err(Status::data_loss(format!(
-                                "watch fell behind by {n} changes; list and watch again"
-                            ))))
-                            .await;
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                        // The client sees the stream end with DATA_LOSS either way.
+                        let _ = tx.send(Err(Error::WatchLagged { missed }.into())).await;
                         return;
                     }
                     Err(_) => return,

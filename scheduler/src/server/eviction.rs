@@ -22,7 +22,8 @@ use crate::controllers::is_pod_ready;
 /// How many times an eviction re-reads and retries after a concurrent write.
 const CONFLICT_RETRIES: usize = 10;
 
-/// Why an eviction did not happen.
+/// Why an eviction did not happen. The server's [`Error`](super::error::Error) carries it
+/// to the client, with its one mapping to gRPC codes.
 #[derive(Debug, thiserror::Error)]
 pub enum EvictionError {
     /// No such pod.
@@ -68,23 +69,6 @@ pub enum EvictionError {
     /// The store failed.
     #[error("store: {0}")]
     Store(#[source] berth_store::Error),
-}
-
-impl From<EvictionError> for tonic::Status {
-    fn from(e: EvictionError) -> Self {
-        let message = e.to_string();
-        match e {
-            EvictionError::NotFound { .. } => tonic::Status::not_found(message),
-            EvictionError::BudgetExhausted { .. } => tonic::Status::resource_exhausted(message),
-            EvictionError::MultipleBudgets { .. } => tonic::Status::internal(message),
-            EvictionError::NegativeBudget { .. } => tonic::Status::permission_denied(message),
-            EvictionError::TooManyConflicts { .. } => tonic::Status::aborted(message),
-            EvictionError::Store(_) => {
-                tracing::error!(error = %message, "store failure during an eviction");
-                tonic::Status::internal(message)
-            }
-        }
-    }
 }
 
 /// What an eviction should do, decided from the pod and the budgets of its namespace.
@@ -357,7 +341,7 @@ mod tests {
             "{err}"
         );
         assert_eq!(
-            tonic::Status::from(err).code(),
+            tonic::Status::from(super::super::error::Error::from(err)).code(),
             tonic::Code::ResourceExhausted
         );
         let err = evict(&store, "default", "nope", None).expect_err("missing");

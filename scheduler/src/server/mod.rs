@@ -325,8 +325,8 @@ pub async fn run(
     result
 }
 
-/// Entry point of the `berth-scheduler` binary (and `berth scheduler`): parses flags,
-/// installs logging, runs until SIGINT or SIGTERM.
+/// The command line of `berth-scheduler` (and `berth scheduler`); the binaries parse it,
+/// install logging and call [`run`].
 pub mod cli {
     use clap::Parser;
 
@@ -341,64 +341,5 @@ pub mod cli {
         /// Server flags.
         #[command(flatten)]
         pub args: super::Args,
-    }
-
-    /// Runs the scheduler with the given flags until a signal arrives.
-    pub fn run_with(args: super::Args) -> anyhow::Result<()> {
-        init_tracing();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()?;
-        rt.block_on(async move {
-            let shutdown = tokio_util::sync::CancellationToken::new();
-            let signal = shutdown.clone();
-            tokio::spawn(async move {
-                wait_for_signal().await;
-                tracing::info!("signal received; shutting down");
-                signal.cancel();
-            });
-            super::run(args, shutdown, None).await?;
-            Ok(())
-        })
-    }
-
-    /// `berth-scheduler`'s `main`.
-    pub fn main() -> anyhow::Result<()> {
-        main_from(std::env::args_os())
-    }
-
-    /// As [`main`], with the command line given (the first item is the program name);
-    /// `berth scheduler ...` runs the scheduler this way.
-    pub fn main_from<I, T>(command_line: I) -> anyhow::Result<()>
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<std::ffi::OsString> + Clone,
-    {
-        run_with(Command::parse_from(command_line).args)
-    }
-
-    /// Installs a `tracing` subscriber filtered by `RUST_LOG` (default `info`).
-    pub fn init_tracing() {
-        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .try_init();
-    }
-
-    async fn wait_for_signal() {
-        #[cfg(unix)]
-        {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .expect("installing the SIGTERM handler");
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
     }
 }

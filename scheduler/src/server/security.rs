@@ -19,6 +19,8 @@ use tonic::server::NamedService;
 use tonic::transport::{Identity, ServerTlsConfig};
 use tonic::Status;
 
+use super::error::Error;
+
 /// The label domain that a node credential may not set on its own Node (kube's
 /// `node-restriction.kubernetes.io`): labels under it are for admins to mark trusted nodes.
 pub const NODE_RESTRICTION_DOMAIN: &str = "node-restriction.kubernetes.io";
@@ -322,26 +324,30 @@ impl Authenticator {
     /// `PermissionDenied` when the token's role does not cover the method.
     pub fn check(&self, authorization: Option<&[u8]>, path: &str) -> Result<Caller, Status> {
         let header = authorization.ok_or_else(|| {
-            Status::unauthenticated(
+            Error::Unauthenticated(
                 "missing credentials: send the header `authorization: Bearer TOKEN` \
-                 (berth --token, or BERTH_TOKEN)",
+                 (berth --token, or BERTH_TOKEN)"
+                    .into(),
             )
         })?;
         let token = std::str::from_utf8(header)
             .ok()
             .and_then(bearer_token)
             .ok_or_else(|| {
-                Status::unauthenticated("malformed authorization header: expected `Bearer TOKEN`")
+                Error::Unauthenticated(
+                    "malformed authorization header: expected `Bearer TOKEN`".into(),
+                )
             })?;
         let caller = self
             .authenticate(token)
-            .ok_or_else(|| Status::unauthenticated("invalid bearer token"))?;
+            .ok_or_else(|| Error::Unauthenticated("invalid bearer token".into()))?;
         let (service, method) = split_path(path);
         if !caller.role.allows(service, method) {
-            return Err(Status::permission_denied(format!(
+            return Err(Error::PermissionDenied(format!(
                 "role {} ({:?}) may not call {service}/{method}",
                 caller.role, caller.name
-            )));
+            ))
+            .into());
         }
         Ok(caller)
     }

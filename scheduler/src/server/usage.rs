@@ -17,6 +17,7 @@ use tonic::{Request, Response, Status};
 use tracing::{debug, instrument, warn};
 
 use super::agents::Sessions;
+use super::error::{blocking, Error};
 use super::events::EventRecorder;
 
 /// A `Logs` call waiting for chunks from an agent.
@@ -123,7 +124,7 @@ impl Telemetry {
             if !chunk.error.is_empty() {
                 let _ = route
                     .to_client
-                    .send(Err(Status::failed_precondition(chunk.error)));
+                    .send(Err(Error::FailedPrecondition(chunk.error).into()));
             }
             routes.remove(&chunk.request_id);
             return None;
@@ -142,9 +143,10 @@ impl Telemetry {
             .expect("routes lock poisoned")
             .retain(|_, route| {
                 if route.node == node {
-                    let _ = route.to_client.send(Err(Status::unavailable(format!(
+                    let _ = route.to_client.send(Err(Error::Unavailable(format!(
                         "the session of node {node} ended"
-                    ))));
+                    ))
+                    .into()));
                     false
                 } else {
                     true
@@ -183,17 +185,10 @@ impl TelemetryService {
         self
     }
 
-    fn store_error(e: berth_store::Error) -> Status {
-        Status::from(super::error::Error::from(e))
-    }
-
     /// Every node with its latest usage (empty amounts for a node that reported none),
     /// sorted by name.
     fn top_nodes(&self) -> Result<Vec<pb::NodeMetrics>, Status> {
-        let nodes = self
-            .store
-            .list(Kind::Node, None)
-            .map_err(Self::store_error)?;
+        let nodes = self.store.list(Kind::Node, None).map_err(Error::from)?;
         let mut out = Vec::new();
         for obj in nodes {
             let Object::Node(node) = obj else { continue };
@@ -260,14 +255,14 @@ impl pb::telemetry_server::Telemetry for TelemetryService {
         let explainer = self
             .explainer
             .as_ref()
-            .ok_or_else(|| Status::unavailable("this server does not schedule"))?;
+            .ok_or_else(|| Error::Unavailable("this server does not schedule".into()))?;
         let answer = tokio::time::timeout(
             std::time::Duration::from_secs(30),
             explainer.explain(&namespace, &req.name),
         )
         .await
-        .map_err(|_| Status::deadline_exceeded("the scheduling loop did not answer in time"))?
-        .map_err(Status::failed_precondition)?;
+        .map_err(|_| Error::DeadlineExceeded("the scheduling loop did not answer in time".into()))?
+        .map_err(Error::FailedPrecondition)?;
         let nodes = answer
             .explanation
             .nodes
@@ -299,9 +294,7 @@ impl pb::telemetry_server::Telemetry for TelemetryService {
         match pb::Kind::try_from(req.kind) {
             Ok(pb::Kind::Node) => {
                 let this = self.clone();
-                let nodes = tokio::task::spawn_blocking(move || this.top_nodes())
-                    .await
-                    .map_err(|e| Status::internal(e.to_string()))??;
+                let nodes = blocking(move || this.top_nodes()).await?;
                 Ok(Response::new(pb::TopResponse {
                     nodes,
                     pods: Vec::new(),
@@ -311,7 +304,7 @@ impl pb::telemetry_server::Telemetry for TelemetryService {
                 nodes: Vec::new(),
                 pods: self.top_pods(&req.namespace),
             })),
-            _ => Err(Status::invalid_argument("top works on nodes and pods only")),
+            _ => Err(Error::BadRequest("top works on nodes and pods only".into()).into()),
         }
     }
 
@@ -327,12 +320,13 @@ impl pb::telemetry_server::Telemetry for TelemetryService {
         };
         let key = ObjectKey::new(Kind::Pod, &namespace, &req.name);
         let store = self.store.clone();
-        let found = tokio::task::spawn_blocking(move || store.get(&key))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(Self::store_error)?;
+        let found = blocking({
+            let key = key.clone();
+            move || store.get(&key).map_err(Error::from)
+        })
+        .await?;
         let Some(Object::Pod(pod)) = found else {
-            return Err(Status::not_found(format!("pods {:?} not found", req.name)));
+            return Err(Error::NotFound { key }.into());
         };
         let names: Vec<&str> = pod
             .spec
@@ -344,27 +338,30 @@ impl pb::telemetry_server::Telemetry for TelemetryService {
             match names.as_slice() {
                 [only] => (*only).to_string(),
                 _ => {
-                    return Err(Status::invalid_argument(format!(
+                    return Err(Error::BadRequest(format!(
                         "a container name must be specified for pod {}, choose one of: [{}]",
                         req.name,
                         names.join(" ")
-                    )))
+                    ))
+                    .into())
                 }
             }
         } else if names.contains(&req.container.as_str()) {
             req.container.clone()
         } else {
-            return Err(Status::invalid_argument(format!(
+            return Err(Error::BadRequest(format!(
                 "container {} is not valid for pod {}",
                 req.container, req.name
-            )));
+            ))
+            .into());
         };
         let node = pod.spec.node_name.clone();
         if node.is_empty() {
-            return Err(Status::failed_precondition(format!(
+            return Err(Error::FailedPrecondition(format!(
                 "pod {} is not bound to a node yet",
                 req.name
-            )));
+            ))
+            .into());
         }
         let request_id = format!(
             "logs-{}",
@@ -401,10 +398,11 @@ impl pb::telemetry_server::Telemetry for TelemetryService {
                 .lock()
                 .expect("routes lock poisoned")
                 .remove(&request_id);
-            return Err(Status::unavailable(format!(
+            return Err(Error::Unavailable(format!(
                 "node {node} of pod {} is not connected",
                 req.name
-            )));
+            ))
+            .into());
         }
         debug!(%request_id, %node, "logs requested");
         Ok(Response::new(Box::pin(
