@@ -117,7 +117,15 @@ async fn sim_prints_the_json_contract() {
     let folder = dir.path().to_str().expect("utf-8 path");
     let (code, out, err) = berth(&["sim", "-f", folder, "--seed", "7", "--explain"]).await;
     assert_eq!(code, ExitCode::SUCCESS, "stderr: {err}");
-    let value: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON");
+    let mut value: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON");
+    // Each pod's attempt history is checked by `explain_lists_each_attempt_of_a_preemptor`.
+    for pod in value["pods"].as_array_mut().expect("pods") {
+        let attempts = pod.as_object_mut().expect("pod").remove("attempts");
+        assert!(
+            attempts.is_some_and(|a| a.is_array()),
+            "attempts with --explain"
+        );
+    }
     assert_eq!(
         value,
         json!({
@@ -236,6 +244,7 @@ fn table_lists_pods_and_verdicts() {
                     ),
                     ("node-2".to_string(), NodeOutcome::feasible(187)),
                 ])),
+                attempts: None,
             },
             PodOutcome {
                 namespace: "default".into(),
@@ -244,6 +253,7 @@ fn table_lists_pods_and_verdicts() {
                 preempted: vec![],
                 message: Some("0/2 nodes are available: 2 Insufficient cpu.".into()),
                 nodes: Some(BTreeMap::new()),
+                attempts: None,
             },
         ],
         evicted: vec!["default/low-1".into()],
@@ -285,11 +295,43 @@ async fn the_readme_walkthrough_holds() {
             )
         })
         .collect();
-    assert_eq!(placed, [("web", "node-3"), ("api", "node-1")]);
+    // api preempts batch on node-1 and holds that room by its nomination; web still fits
+    // beside it, and scores the emptied node-1 best (nominated pods are not scored).
+    assert_eq!(placed, [("web", "node-1"), ("api", "node-1")]);
     assert_eq!(got["pods"][1]["preempted"], json!(["default/batch"]));
     assert_eq!(got["evicted"], json!(["default/batch"]));
     assert_eq!(
         got["pods"][1]["nodes"]["node-3"],
         json!({"feasible": false, "reasons": ["Insufficient cpu"]})
     );
+}
+
+/// With --explain, a pod that preempts lists two attempts: the first with every node
+/// infeasible (and its victims and nomination), the last with the node it went to.
+#[tokio::test]
+async fn explain_lists_each_attempt_of_a_preemptor() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/sim-example.yaml");
+    let (code, out, err) = berth(&["sim", "-f", example, "--seed", "1", "--explain"]).await;
+    assert_eq!(code, ExitCode::SUCCESS, "stderr: {err}");
+    let got: serde_json::Value = serde_json::from_str(&out).expect("JSON output");
+    let api = &got["pods"][1];
+    assert_eq!(api["name"], "api");
+    let attempts = api["attempts"].as_array().expect("attempts with --explain");
+    assert_eq!(attempts.len(), 2, "{api}");
+    let first = &attempts[0];
+    let first_nodes = first["nodes"].as_object().expect("nodes");
+    assert_eq!(first_nodes.len(), 3, "{first}");
+    assert!(
+        first_nodes.values().all(|n| n["feasible"] == json!(false)),
+        "every node infeasible first: {first}"
+    );
+    assert_eq!(first["preempted"], json!(["default/batch"]));
+    assert_eq!(first["nominated"], json!("node-1"));
+    let last = &attempts[1];
+    assert_eq!(last["nodes"]["node-1"]["feasible"], json!(true), "{last}");
+    assert_eq!(last["preempted"], json!([]));
+    assert_eq!(last["nominated"], serde_json::Value::Null);
+    assert_eq!(api["nodes"], last["nodes"], "nodes is the last attempt's");
+    // A pod that fit at once has one attempt.
+    assert_eq!(got["pods"][0]["attempts"].as_array().map(Vec::len), Some(1));
 }

@@ -13,7 +13,10 @@
 //!   [`workloads`]: from `berth-core`.
 #![warn(missing_docs)]
 
-pub use berth_core::{admission, cycle, framework, plugins, profile, queue, sim, workloads};
+pub use berth_core::{
+    admission, attempt, cycle, disruption, framework, nominator, plugins, profile, queue, sim,
+    workloads,
+};
 
 pub mod controllers;
 pub mod perf;

@@ -1,25 +1,25 @@
 //! The scheduling cycle: `schedule_one` as a pipeline of named stages, after kube-scheduler's
 //! `schedulePod`: PreFilter, the nominated node, Filter (in parallel on large clusters,
-//! stopping once enough nodes fit, starting where the previous cycle stopped), PostFilter
+//! stopping once enough nodes fit, starting where the previous cycle stopped; nominated pods
+//! of equal or higher priority counted on their nodes, see [`crate::nominator`]), PostFilter
 //! when nothing fits, then PreScore, Score (normalized and weighted) and the choice of the
 //! best node, ties broken at random with a seeded generator.
 //!
 //! The cycle only decides: it returns a [`ScheduleResult`], and the caller assumes, binds,
 //! evicts victims and requeues.
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
-
 use berth_model::model::PreemptionPolicy;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
+use std::collections::{BTreeMap, HashSet};
 use tracing::field::Empty;
 
 use crate::framework::{
-    Code, CycleState, Diagnosis, Filter, Fit, NodeInfo, Nomination, PluginError, PodInfo,
-    PostFilterOutcome, PreFilterOutcome, Rejection, Snapshot, MAX_NODE_SCORE,
+    run_filters_with_nominated_pods, Code, CycleState, Diagnosis, NodeInfo, Nomination,
+    PluginError, PodInfo, PostFilterOutcome, PreFilterOutcome, Rejection, Snapshot, MAX_NODE_SCORE,
 };
+use crate::nominator::Nominator;
 use crate::profile::Profile;
 
 /// Below this many nodes every node is evaluated (kube's minFeasibleNodesToFind); above it,
@@ -95,6 +95,10 @@ pub enum ScheduleResult {
         nomination: Option<Nomination>,
         /// Why PostFilter could not help (`preemption: 0/3 nodes are available: ...`).
         post_filter_message: Option<String>,
+        /// Whether an earlier nomination of the pod stands: the PostFilter found the pod not
+        /// eligible to preempt now (kube's ModeNoop). Otherwise an attempt that ends without
+        /// a nomination ends any earlier one.
+        keeps_nomination: bool,
         /// Present with [`ScheduleOptions::explain`].
         explanation: Option<Explanation>,
     },
@@ -154,11 +158,26 @@ impl Algorithm {
         }
     }
 
-    /// Runs one scheduling cycle for `pod` over `snapshot` with `profile`'s plugins.
+    /// Runs one scheduling cycle for `pod` over `snapshot` with `profile`'s plugins, with no
+    /// nominated pod anywhere.
     pub fn schedule(
         &mut self,
         profile: &Profile,
         snapshot: &Snapshot,
+        pod: &PodInfo,
+        options: &ScheduleOptions,
+    ) -> ScheduleResult {
+        self.schedule_nominated(profile, snapshot, &Nominator::new(), pod, options)
+    }
+
+    /// Runs one scheduling cycle for `pod` over `snapshot` with `profile`'s plugins. The
+    /// filters (and preemption's victim search) count the pods `nominator` holds on their
+    /// nodes when their priority is at least `pod`'s; scoring does not.
+    pub fn schedule_nominated(
+        &mut self,
+        profile: &Profile,
+        snapshot: &Snapshot,
+        nominator: &Nominator,
         pod: &PodInfo,
         options: &ScheduleOptions,
     ) -> ScheduleResult {
@@ -170,7 +189,7 @@ impl Algorithm {
             node = Empty
         );
         let _entered = span.enter();
-        let result = self.schedule_pod(profile, snapshot, pod, options);
+        let result = self.schedule_pod(profile, snapshot, nominator, pod, options);
         match &result {
             ScheduleResult::Scheduled { node, .. } => {
                 span.record("node", node.as_str());
@@ -189,11 +208,15 @@ impl Algorithm {
         &mut self,
         profile: &Profile,
         snapshot: &Snapshot,
+        nominator: &Nominator,
         pod: &PodInfo,
         options: &ScheduleOptions,
     ) -> ScheduleResult {
         let mut state = CycleState::new();
         state.evaluate_all_nodes = options.explain;
+        if let Some(nominated) = nominator.for_cycle(pod) {
+            state.insert(nominated);
+        }
         if snapshot.is_empty() {
             return no_nodes(options);
         }
@@ -302,10 +325,10 @@ impl Algorithm {
         };
         let start = self.next_start_node_index;
         let pass = FilterPass {
-            filters: &profile.filters,
+            profile,
             state,
             pod,
-            nodes: snapshot.nodes(),
+            snapshot,
             candidates,
             start,
             to_find,
@@ -508,7 +531,7 @@ impl Candidates {
 }
 
 /// kube's evaluateNominatedNode: a pod nominated by an earlier preemption tries that node
-/// first, and takes it if it fits.
+/// first, and takes it if it fits (counting the room other nominated pods hold there).
 fn evaluate_nominated_node(
     profile: &Profile,
     state: &CycleState,
@@ -520,9 +543,16 @@ fn evaluate_nominated_node(
         return None;
     }
     let index = snapshot.node_index(name)?;
-    run_filters(&profile.filters, state, pod, &snapshot.nodes()[index])
-        .is_none()
-        .then_some(index)
+    run_filters_with_nominated_pods(
+        &profile.filters,
+        &profile.pre_filters,
+        state,
+        pod,
+        &snapshot.nodes()[index],
+        snapshot,
+    )
+    .is_none()
+    .then_some(index)
 }
 
 /// Result of a filter pass: snapshot indices in evaluation order.
@@ -534,10 +564,10 @@ struct FilterOutcome {
 
 /// One pass of the filters over the candidates, from `start`, wrapping around.
 struct FilterPass<'a> {
-    filters: &'a [Arc<dyn Filter>],
+    profile: &'a Profile,
     state: &'a CycleState,
     pod: &'a PodInfo,
-    nodes: &'a [NodeInfo],
+    snapshot: &'a Snapshot,
     candidates: &'a Candidates,
     start: usize,
     to_find: usize,
@@ -551,11 +581,13 @@ impl FilterPass<'_> {
     }
 
     fn check(&self, i: usize) -> Option<Rejection> {
-        run_filters(
-            self.filters,
+        run_filters_with_nominated_pods(
+            &self.profile.filters,
+            &self.profile.pre_filters,
             self.state,
             self.pod,
-            &self.nodes[self.node_at(i)],
+            &self.snapshot.nodes()[self.node_at(i)],
+            self.snapshot,
         )
     }
 
@@ -635,23 +667,6 @@ impl FilterPass<'_> {
     }
 }
 
-/// kube's RunFilterPlugins: the first filter that rejects decides the node's verdict.
-/// Allocates nothing when the node fits.
-fn run_filters(
-    filters: &[Arc<dyn Filter>],
-    state: &CycleState,
-    pod: &PodInfo,
-    node: &NodeInfo,
-) -> Option<Rejection> {
-    for filter in filters {
-        if let Fit::No(mut rejection) = filter.filter(state, pod, node) {
-            rejection.plugin = filter.name();
-            return Some(rejection);
-        }
-    }
-    None
-}
-
 /// The Diagnosis of a failed filter pass: the rejected nodes, and the nodes the PreFilter
 /// set left out.
 fn diagnose(
@@ -694,7 +709,7 @@ fn unschedulable(
     diagnosis: Diagnosis,
     options: &ScheduleOptions,
 ) -> ScheduleResult {
-    let (nomination, post_filter_message) =
+    let (nomination, post_filter_message, keeps_nomination) =
         run_post_filter(profile, state, pod, snapshot, &diagnosis);
     let explanation = options
         .explain
@@ -704,6 +719,7 @@ fn unschedulable(
         diagnosis,
         nomination,
         post_filter_message,
+        keeps_nomination,
         explanation,
     }
 }
@@ -714,6 +730,7 @@ fn no_nodes(options: &ScheduleOptions) -> ScheduleResult {
         message: NO_NODES_AVAILABLE.to_string(),
         nomination: None,
         post_filter_message: None,
+        keeps_nomination: false,
         explanation: options.explain.then(Explanation::default),
     }
 }
@@ -721,16 +738,17 @@ fn no_nodes(options: &ScheduleOptions) -> ScheduleResult {
 /// Runs the PostFilter (preemption) when one is configured. When every rejection is
 /// unresolvable, eviction cannot help and the search is skipped with kube's message; a pod
 /// with `preemptionPolicy: Never` still goes to the PostFilter, which reports its
-/// ineligibility first, as kube does.
+/// ineligibility first, as kube does. Returns the nomination, the message, and whether an
+/// earlier nomination stands.
 fn run_post_filter(
     profile: &Profile,
     state: &CycleState,
     pod: &PodInfo,
     snapshot: &Snapshot,
     diagnosis: &Diagnosis,
-) -> (Option<Nomination>, Option<String>) {
+) -> (Option<Nomination>, Option<String>, bool) {
     let Some(post_filter) = &profile.post_filter else {
-        return (None, None);
+        return (None, None, false);
     };
     let resolvable = diagnosis
         .pre_filter_rejection
@@ -745,11 +763,13 @@ fn run_post_filter(
             Some(format!(
                 "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
             )),
+            false,
         );
     }
     match post_filter.post_filter(state, pod, snapshot, diagnosis, profile) {
-        PostFilterOutcome::Nominate(nomination) => (Some(nomination), None),
-        PostFilterOutcome::NoHelp(message) => (None, Some(message)),
+        PostFilterOutcome::Nominate(nomination) => (Some(nomination), None, false),
+        PostFilterOutcome::NoHelp(message) => (None, Some(message), false),
+        PostFilterOutcome::NotEligible(message) => (None, Some(message), true),
     }
 }
 
@@ -866,10 +886,11 @@ fn explain_scheduled(
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     use berth_model::model::{Node, ObjectMeta, Pod};
 
-    use crate::framework::{Plugin, PostFilter, PreFilter, PreScore, Score, Victim};
+    use crate::framework::{Filter, Fit, Plugin, PostFilter, PreFilter, PreScore, Score, Victim};
 
     // ---- fixtures ----
 
@@ -1360,15 +1381,15 @@ mod tests {
             let snap = snapshot(case.nodes);
             let filter: Arc<dyn Filter> =
                 FakeFilter::new("F", case.rejects, "nope", Code::Unschedulable);
-            let filters = vec![filter];
+            let profile = profile_with(vec![filter], Vec::new());
             let candidates = Candidates::All(case.nodes);
             let state = CycleState::new();
             let pod = pod();
             let pass = FilterPass {
-                filters: &filters,
+                profile: &profile,
                 state: &state,
                 pod: &pod,
-                nodes: snap.nodes(),
+                snapshot: &snap,
                 candidates: &candidates,
                 start: case.start,
                 to_find: case.to_find,

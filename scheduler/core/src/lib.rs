@@ -9,16 +9,23 @@
 //!   [`framework::PodInfo`], [`framework::NodeInfo`]). No IO, no async.
 //! - [`plugins`]: one module per kube-scheduler plugin, each with its table tests.
 //! - [`profile`]: profiles (plugin sets, weights, args) from KubeSchedulerConfiguration.
+//! - [`attempt`]: `schedule_one`, the whole attempt after the queue pops a pod, behind the
+//!   narrow [`attempt::Cluster`] trait that the live loop and the simulator implement.
 //! - [`cycle`]: one scheduling cycle as a pipeline of named stages.
+//! - [`disruption`]: PodDisruptionBudget arithmetic, shared by the controller and `sim`.
 //! - [`queue`]: the scheduling queue (priority, back-off, unschedulable pods, gates).
+//! - [`nominator`]: pods nominated to nodes by preemption, whose room the cycle holds.
 //! - [`perf`]: kube's scheduler_perf workloads, the latency histogram and the report.
 //! - [`sim`]: `berth sim`'s engine: the scheduler run offline over manifests, explained.
 //! - [`workloads`]: what Deployments, ReplicaSets and DaemonSets create, as pure functions.
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod attempt;
 pub mod cycle;
+pub mod disruption;
 pub mod framework;
+pub mod nominator;
 pub mod perf;
 pub mod plugins;
 pub mod profile;

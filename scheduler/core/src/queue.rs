@@ -7,6 +7,12 @@
 //! Time is an argument (`now`) rather than read from a clock, so the scheduling loop, the
 //! simulator and the tests all decide what time it is.
 //!
+//! Back-off comes in two kinds, as in kube: pods rejected by plugins back off in one queue,
+//! pods whose attempt failed with an error (or blamed no plugin) in another. When the active
+//! queue is empty, the next pod is taken from the first kind even before its back-off ends
+//! (kube's SchedulerPopFromBackoffQ, on by default since 1.33), so an idle scheduler does
+//! not wait out back-off that protects nobody; error back-off is always waited out.
+//!
 //! Queueing hints: a pod that failed remembers which plugins rejected it, and a
 //! [`ClusterEvent`] moves it only if the event may change one of those plugins' verdicts
 //! (see [`ClusterEvent::may_help`]), as kube's `EventsToRegister` do.
@@ -30,15 +36,19 @@ pub struct QueueConfig {
     pub max_backoff: Duration,
     /// How long a pod may sit among the unschedulable pods before it is retried anyway.
     pub max_unschedulable_duration: Duration,
+    /// Whether [`SchedulingQueue::pop`] takes a pod rejected by plugins from back-off when no
+    /// pod is active (kube's SchedulerPopFromBackoffQ feature gate, on by default).
+    pub pop_from_backoff: bool,
 }
 
 impl Default for QueueConfig {
-    /// kube's defaults: 1 s, 10 s, 5 min.
+    /// kube's defaults: 1 s, 10 s, 5 min, popping from back-off when idle.
     fn default() -> Self {
         QueueConfig {
             initial_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(10),
             max_unschedulable_duration: Duration::from_secs(5 * 60),
+            pop_from_backoff: true,
         }
     }
 }
@@ -139,6 +149,7 @@ type TimeKey = (Instant, Seq);
 enum Place {
     Active(ActiveKey),
     Backoff(TimeKey),
+    ErrorBackoff(TimeKey),
     Unschedulable(TimeKey),
     Gated(TimeKey),
 }
@@ -165,8 +176,10 @@ pub struct SchedulingQueue {
     config: QueueConfig,
     entries: HashMap<String, Entry>,
     active: BTreeMap<ActiveKey, String>,
-    /// Keyed by back-off expiry.
+    /// Pods rejected by plugins, keyed by back-off expiry.
     backoff: BTreeMap<TimeKey, String>,
+    /// Pods whose attempt failed with an error or blamed no plugin, keyed by back-off expiry.
+    error_backoff: BTreeMap<TimeKey, String>,
     /// Keyed by timestamp (the failed attempt's end).
     unschedulable: BTreeMap<TimeKey, String>,
     /// Keyed by timestamp (when added).
@@ -188,6 +201,7 @@ impl SchedulingQueue {
             entries: HashMap::new(),
             active: BTreeMap::new(),
             backoff: BTreeMap::new(),
+            error_backoff: BTreeMap::new(),
             unschedulable: BTreeMap::new(),
             gated: BTreeMap::new(),
             next_seq: 0,
@@ -240,7 +254,9 @@ impl SchedulingQueue {
             }
             Place::Gated(_) => self.insert(queued, plugins, Target::Active),
             Place::Active(_) => self.insert(queued, plugins, Target::Active),
-            Place::Backoff(_) => self.insert(queued, plugins, Target::Backoff),
+            Place::Backoff(_) | Place::ErrorBackoff(_) => {
+                self.insert(queued, plugins, Target::Backoff);
+            }
             Place::Unschedulable(_) if changed => {
                 self.move_to_active_or_backoff(queued, plugins, now);
             }
@@ -254,11 +270,18 @@ impl SchedulingQueue {
     }
 
     /// The next pod to schedule: highest priority, then earliest timestamp. Pods whose
-    /// back-off has expired by `now` join the active queue first. Counts the attempt.
+    /// back-off has expired by `now` join the active queue first. With nothing active, the
+    /// pod rejected by plugins whose back-off ends first is taken at once (see
+    /// [`QueueConfig::pop_from_backoff`]). Counts the attempt.
     pub fn pop(&mut self, now: Instant) -> Option<QueuedPod> {
         self.flush_backoff_completed(now);
-        let uid = self.active.first_key_value()?.1.clone();
-        let (mut queued, _, _) = self.take(&uid).expect("active queue entries are indexed");
+        let next = match self.active.first_key_value() {
+            Some((_, uid)) => Some(uid),
+            None if self.config.pop_from_backoff => self.backoff.first_key_value().map(|(_, u)| u),
+            None => None,
+        };
+        let uid = next?.clone();
+        let (mut queued, _, _) = self.take(&uid).expect("queued pods are indexed");
         queued.attempts += 1;
         queued.initial_attempt.get_or_insert(now);
         self.scheduling_cycle += 1;
@@ -345,11 +368,15 @@ impl SchedulingQueue {
     /// Moves pods whose back-off has expired by `now` to the active queue ([`Self::pop`]
     /// does this itself).
     pub fn flush_backoff_completed(&mut self, now: Instant) {
-        while let Some((&(expiry, _), uid)) = self.backoff.first_key_value() {
-            if expiry > now {
+        loop {
+            let first = |q: &BTreeMap<TimeKey, String>| {
+                q.first_key_value()
+                    .filter(|((expiry, _), _)| *expiry <= now)
+                    .map(|(_, uid)| uid.clone())
+            };
+            let Some(uid) = first(&self.backoff).or_else(|| first(&self.error_backoff)) else {
                 break;
-            }
-            let uid = uid.clone();
+            };
             let (queued, plugins, _) = self.take(&uid).expect("back-off entries are indexed");
             self.insert(queued, plugins, Target::Active);
         }
@@ -357,9 +384,11 @@ impl SchedulingQueue {
 
     /// The earliest back-off expiry: when the loop should wake up if nothing else happens.
     pub fn next_wakeup(&self) -> Option<Instant> {
-        self.backoff
-            .first_key_value()
-            .map(|((expiry, _), _)| *expiry)
+        let first = |q: &BTreeMap<TimeKey, String>| q.first_key_value().map(|((t, _), _)| *t);
+        match (first(&self.backoff), first(&self.error_backoff)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Number of queued pods, wherever they wait.
@@ -376,7 +405,7 @@ impl SchedulingQueue {
     pub fn pending_counts(&self) -> (usize, usize, usize, usize) {
         (
             self.active.len(),
-            self.backoff.len(),
+            self.backoff.len() + self.error_backoff.len(),
             self.unschedulable.len(),
             self.gated.len(),
         )
@@ -422,6 +451,12 @@ impl SchedulingQueue {
                 self.active.insert(key, uid.clone());
                 Place::Active(key)
             }
+            // Kube's podErrorBackoffQ holds the pods that no plugin rejected.
+            Target::Backoff if plugins.is_empty() => {
+                let key = (self.backoff_expiry(&queued), seq);
+                self.error_backoff.insert(key, uid.clone());
+                Place::ErrorBackoff(key)
+            }
             Target::Backoff => {
                 let key = (self.backoff_expiry(&queued), seq);
                 self.backoff.insert(key, uid.clone());
@@ -453,6 +488,7 @@ impl SchedulingQueue {
         match entry.place {
             Place::Active(key) => self.active.remove(&key),
             Place::Backoff(key) => self.backoff.remove(&key),
+            Place::ErrorBackoff(key) => self.error_backoff.remove(&key),
             Place::Unschedulable(key) => self.unschedulable.remove(&key),
             Place::Gated(key) => self.gated.remove(&key),
         };
@@ -752,6 +788,67 @@ mod tests {
             let popped = q.pop(expiry).expect(case.name);
             assert_eq!(popped.attempts, case.failures + 1, "{}", case.name);
             assert!(q.next_wakeup().is_none(), "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn idle_queue_pops_rejected_pods_from_backoff() {
+        struct Case {
+            name: &'static str,
+            /// Plugins blamed by the failure (none: an error).
+            plugins: &'static [&'static str],
+            pop_from_backoff: bool,
+            /// Another pod waits in the active queue.
+            other_active: bool,
+            /// Uids popped right after the failure, before any back-off ends.
+            want: &'static [&'static str],
+        }
+        let cases = [
+            Case {
+                name: "rejected pod is taken from back-off when nothing is active",
+                plugins: &["NodeResourcesFit"],
+                pop_from_backoff: true,
+                other_active: false,
+                want: &["p"],
+            },
+            Case {
+                name: "an active pod goes first, then the backed-off one",
+                plugins: &["NodeResourcesFit"],
+                pop_from_backoff: true,
+                other_active: true,
+                want: &["q", "p"],
+            },
+            Case {
+                name: "error back-off is always waited out",
+                plugins: &[],
+                pop_from_backoff: true,
+                other_active: false,
+                want: &[],
+            },
+            Case {
+                name: "without the feature, back-off is waited out",
+                plugins: &["NodeResourcesFit"],
+                pop_from_backoff: false,
+                other_active: false,
+                want: &[],
+            },
+        ];
+        for case in cases {
+            let t0 = Instant::now();
+            let mut q = SchedulingQueue::new(QueueConfig {
+                pop_from_backoff: case.pop_from_backoff,
+                ..QueueConfig::default()
+            });
+            q.add(pod("p", 0), t0);
+            let popped = q.pop(t0).unwrap();
+            // An event during the attempt sends the rejected pod to back-off.
+            q.move_all_to_active_or_backoff(ClusterEvent::PodDeleted, t0);
+            q.add_unschedulable(popped, plugins(case.plugins), t0);
+            assert_eq!(q.pending_counts(), (0, 1, 0, 0), "{}", case.name);
+            if case.other_active {
+                q.add(pod("q", 0), t0);
+            }
+            assert_eq!(pop_all(&mut q, t0), case.want, "{}", case.name);
         }
     }
 

@@ -1,18 +1,14 @@
 //! PodDisruptionBudget status, as kube's disruption controller computes it, and the budget
 //! as preemption and the Eviction API read it.
 //!
-//! - The budget covers the pods of its namespace that its selector matches (no selector:
-//!   none; `{}`: all).
+//! The arithmetic itself (coverage, expected and desired pods, disruptions allowed) is
+//! [`crate::disruption`], shared with `berth sim`; here the counts come from the cluster:
+//!
 //! - `currentHealthy`: covered pods that are ready and not being deleted.
-//! - `minAvailable` as an integer: `desiredHealthy` is that number and `expectedPods` the
-//!   number of covered pods. `minAvailable` as a percentage, and `maxUnavailable`, are
-//!   resolved (rounding up) against `expectedPods`, the sum of the scales of the covered
-//!   pods' controllers (a ReplicaSet owned by a Deployment counts the Deployment's
-//!   replicas); `desiredHealthy` is then `expectedPods - maxUnavailable` (at least 0) or
-//!   the resolved `minAvailable`. A covered pod without such a controller makes the count
-//!   fail, and then no disruption is allowed.
-//! - `disruptionsAllowed`: `currentHealthy - desiredHealthy`, and 0 when that is negative
-//!   or no pod is expected.
+//! - the scale for `maxUnavailable` and a percentage `minAvailable` is the sum of the
+//!   scales of the covered pods' controllers (a ReplicaSet owned by a Deployment counts the
+//!   Deployment's replicas). A covered pod without such a controller makes the count fail,
+//!   and then no disruption is allowed.
 
 use std::collections::BTreeMap;
 
@@ -21,32 +17,11 @@ use berth_store::{Op, Precondition};
 use tracing::debug;
 
 use super::{controller_of, is_pod_ready, object_ref, Cache, ControllerManager, Error};
+use crate::disruption::{clamp, disruptions_allowed, expected_and_desired};
 use crate::framework::DisruptionBudget;
 use crate::server::events::WARNING;
 
-/// Why a budget's expected pod count cannot be computed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BudgetError {
-    /// A covered pod has no controller whose scale Berth knows.
-    #[error("found no controllers for pod {pod:?}")]
-    NoController {
-        /// The pod's name.
-        pod: String,
-    },
-    /// minAvailable or maxUnavailable is not a count or a percentage.
-    #[error("{0}")]
-    Value(#[from] berth_proto::model::IntOrStringError),
-}
-
-/// Whether the budget covers the pod: same namespace, and the selector (if any) matches.
-pub fn covers(pdb: &PodDisruptionBudget, pod: &Pod) -> bool {
-    pod.metadata.namespace == pdb.metadata.namespace
-        && pdb
-            .spec
-            .selector
-            .as_ref()
-            .is_some_and(|s| s.matches(&pod.metadata.labels))
-}
+pub use crate::disruption::{covers, BudgetError};
 
 /// A pod's controller as the budget sees it: its uid and its scale (desired replicas).
 pub type ControllerScale = (String, i32);
@@ -59,23 +34,11 @@ pub fn budget_status(
     pods: &[&Pod],
     scale_of: &dyn Fn(&Pod) -> Option<ControllerScale>,
 ) -> Result<PodDisruptionBudgetStatus, (PodDisruptionBudgetStatus, BudgetError)> {
-    let n = |v: i64| i32::try_from(v.clamp(0, i64::from(i32::MAX))).unwrap_or(i32::MAX);
-    let current_healthy = n(pods
-        .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none() && is_pod_ready(p))
-        .count() as i64);
-    let fail = |error: BudgetError| {
-        (
-            PodDisruptionBudgetStatus {
-                current_healthy,
-                desired_healthy: pdb.status.desired_healthy,
-                expected_pods: pdb.status.expected_pods,
-                disruptions_allowed: 0,
-                ..Default::default()
-            },
-            error,
-        )
-    };
+    let current_healthy = clamp(
+        pods.iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none() && is_pod_ready(p))
+            .count() as i64,
+    );
     let expected_scale = || -> Result<i32, BudgetError> {
         let mut controllers: BTreeMap<String, i32> = BTreeMap::new();
         for pod in pods {
@@ -84,40 +47,27 @@ pub fn budget_status(
             })?;
             controllers.insert(uid, scale);
         }
-        Ok(n(controllers.values().map(|&s| i64::from(s)).sum()))
+        Ok(clamp(controllers.values().map(|&s| i64::from(s)).sum()))
     };
-    let (expected, desired) = if let Some(max_unavailable) = &pdb.spec.max_unavailable {
-        let expected = expected_scale().map_err(fail)?;
-        let max = max_unavailable
-            .resolve(expected)
-            .map_err(|e| fail(e.into()))?;
-        (expected, n(i64::from(expected) - max))
-    } else if let Some(min_available) = &pdb.spec.min_available {
-        if min_available.is_string() {
-            let expected = expected_scale().map_err(fail)?;
-            let min = min_available
-                .resolve(expected)
-                .map_err(|e| fail(e.into()))?;
-            (expected, n(min))
-        } else {
-            let min = min_available.resolve(0).map_err(|e| fail(e.into()))?;
-            (n(pods.len() as i64), n(min))
-        }
-    } else {
-        (0, 0)
-    };
-    let allowed = if expected <= 0 {
-        0
-    } else {
-        (current_healthy - desired).max(0)
-    };
-    Ok(PodDisruptionBudgetStatus {
-        current_healthy,
-        desired_healthy: desired,
-        disruptions_allowed: allowed,
-        expected_pods: expected,
-        ..Default::default()
-    })
+    match expected_and_desired(pdb, pods.len(), expected_scale) {
+        Ok((expected, desired)) => Ok(PodDisruptionBudgetStatus {
+            current_healthy,
+            desired_healthy: desired,
+            disruptions_allowed: disruptions_allowed(expected, desired, current_healthy),
+            expected_pods: expected,
+            ..Default::default()
+        }),
+        Err(error) => Err((
+            PodDisruptionBudgetStatus {
+                current_healthy,
+                desired_healthy: pdb.status.desired_healthy,
+                expected_pods: pdb.status.expected_pods,
+                disruptions_allowed: 0,
+                ..Default::default()
+            },
+            error,
+        )),
+    }
 }
 
 /// The scale of a pod's controller from the cache: a ReplicaSet's replicas, or its owning

@@ -1,7 +1,15 @@
-//! The live scheduling loop: it owns the [`Snapshot`] and the [`SchedulingQueue`], applies
-//! every store change to them between cycles (incrementally, never rebuilding per pod),
-//! schedules one pod per cycle, assumes the placement at once and hands the binding to the
-//! [`Writer`]. It runs on its own thread so that scheduling never stalls the API.
+//! The live scheduling loop: it owns the shared [`Scheduler`] (snapshot, queue, nominator),
+//! applies every store change to it between cycles (incrementally, never rebuilding per
+//! pod), and runs [`Scheduler::schedule_one`], the attempt `berth sim` runs too, with
+//! [`Live`] as its [`Cluster`]: bindings, evictions, conditions and nominations go to the
+//! [`Writer`], events to the [`EventRecorder`]. It runs on its own thread so that scheduling
+//! never stalls the API.
+//!
+//! Preemption victims are written Failed with reason Preempted (and DisruptionTarget=True,
+//! reason PreemptionByScheduler) when the preemption is decided, and their resources are
+//! freed at once; their agents then stop them gracefully. The preemptor holds the room
+//! through its nomination. (kube keeps a victim on its node until it has terminated; Berth
+//! does not, so a preemptor never waits for a terminating victim of its own.)
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,16 +19,20 @@ use berth_proto::model::{Kind, Object, Pod, PodCondition, PodDisruptionBudget, P
 use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, info_span, warn};
+use tracing::{debug, info, warn};
 
 use super::events::{pod_ref, EventRecorder, NORMAL, WARNING};
 use super::writer::{FailureNotice, Write, Writer};
+use crate::attempt::{Attempt, Cluster, Failure, NominationChange, Scheduler};
 use crate::controllers::disruption::disruption_budget;
 use crate::cycle::{Algorithm, Explanation, ScheduleOptions, ScheduleResult};
-use crate::framework::{DisruptionBudget, Nomination, PodInfo, Snapshot};
+use crate::framework::{DisruptionBudget, PodInfo};
 use crate::perf::histogram::LatencyHistogram;
+use crate::plugins::default_preemption::{
+    CONDITION_DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER,
+};
 use crate::profile::Profiles;
-use crate::queue::{ClusterEvent, QueueConfig, QueuedPod, SchedulingQueue};
+use crate::queue::ClusterEvent;
 
 /// Longest the loop sleeps when nothing happens (it then re-checks the queue's timers).
 const IDLE_TICK: Duration = Duration::from_secs(1);
@@ -40,13 +52,10 @@ pub struct SchedulingLoop {
     store: Arc<dyn ObjectStore>,
     changes: broadcast::Receiver<Arc<Change>>,
     failures: mpsc::UnboundedReceiver<FailureNotice>,
-    writer: Writer,
-    events: EventRecorder,
-    profiles: Profiles,
-    algorithm: Algorithm,
-    snapshot: Snapshot,
-    queue: SchedulingQueue,
-    pods: HashMap<String, KnownPod>,
+    /// Profiles, snapshot, queue and nominator: the state the attempt runs on.
+    core: Scheduler,
+    /// What the attempt writes to.
+    live: Live,
     /// Duration of every scheduling attempt (cycle, assume and hand-off to the writer).
     attempt_latency: Arc<LatencyHistogram>,
     /// Questions from `berth describe` about pending pods.
@@ -111,13 +120,13 @@ impl SchedulingLoop {
             store,
             changes,
             failures,
-            writer,
-            events,
-            profiles,
-            algorithm: Algorithm::new(seed),
-            snapshot: Snapshot::new(),
-            queue: SchedulingQueue::new(QueueConfig::default()),
-            pods: HashMap::new(),
+            // The queue takes podInitialBackoffSeconds / podMaxBackoffSeconds from --config.
+            core: Scheduler::new(profiles, seed, false),
+            live: Live {
+                writer,
+                events,
+                pods: HashMap::new(),
+            },
             attempt_latency: Arc::new(LatencyHistogram::new()),
             explain_rx: None,
         }
@@ -155,8 +164,8 @@ impl SchedulingLoop {
             warn!(error = %e, "initial load from the store failed");
         }
         info!(
-            nodes = self.snapshot.len(),
-            pods = self.pods.len(),
+            nodes = self.core.snapshot.len(),
+            pods = self.live.pods.len(),
             "scheduling loop started"
         );
         loop {
@@ -166,13 +175,17 @@ impl SchedulingLoop {
             self.drain_changes();
             self.drain_failures();
             self.drain_explain_queries();
-            let now = Instant::now();
-            self.queue.flush_unschedulable_leftover(now);
-            if let Some(queued) = self.queue.pop(now) {
-                self.schedule(queued);
-                continue;
+            let started = Instant::now();
+            match self.core.schedule_one(&mut self.live) {
+                Some(Attempt::Skipped) => continue,
+                Some(_) => {
+                    self.attempt_latency.record(started.elapsed());
+                    continue;
+                }
+                None => {}
             }
-            let sleep = self.queue.next_wakeup().map_or(IDLE_TICK, |t| {
+            let now = Instant::now();
+            let sleep = self.core.queue.next_wakeup().map_or(IDLE_TICK, |t| {
                 t.saturating_duration_since(now).min(IDLE_TICK)
             });
             tokio::select! {
@@ -198,13 +211,12 @@ impl SchedulingLoop {
 
     /// Rebuilds the snapshot and the queue from the store.
     fn resync(&mut self) -> Result<(), berth_store::Error> {
-        self.snapshot = Snapshot::new();
-        self.queue = SchedulingQueue::new(QueueConfig::default());
-        self.pods.clear();
+        self.core.clear();
+        self.live.pods.clear();
         let now = Instant::now();
         for obj in self.store.list(Kind::Node, None)? {
             if let Object::Node(node) = obj {
-                self.snapshot.upsert_node(Arc::new(node));
+                self.core.snapshot.upsert_node(Arc::new(node));
             }
         }
         for obj in self.store.list(Kind::Pod, None)? {
@@ -221,7 +233,7 @@ impl SchedulingLoop {
                 _ => None,
             })
             .collect();
-        self.snapshot.set_disruption_budgets(budgets);
+        self.core.snapshot.set_disruption_budgets(budgets);
         Ok(())
     }
 
@@ -229,6 +241,7 @@ impl SchedulingLoop {
     /// disruption controller keeps current as pods come and go.
     fn on_budget(&mut self, pdb: &PodDisruptionBudget, deleted: bool) {
         let mut budgets: Vec<DisruptionBudget> = self
+            .core
             .snapshot
             .disruption_budgets()
             .iter()
@@ -239,7 +252,7 @@ impl SchedulingLoop {
             budgets.push(disruption_budget(pdb));
             budgets.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         }
-        self.snapshot.set_disruption_budgets(budgets);
+        self.core.snapshot.set_disruption_budgets(budgets);
     }
 
     fn drain_changes(&mut self) {
@@ -281,26 +294,23 @@ impl SchedulingLoop {
         let now = Instant::now();
         match (&change.object, change.change_type) {
             (Object::Node(node), ChangeType::Deleted) => {
-                self.snapshot.remove_node(&node.metadata.name);
+                self.core.snapshot.remove_node(&node.metadata.name);
             }
             (Object::Node(node), _) => {
-                let added = self.snapshot.node(&node.metadata.name).is_none();
-                self.snapshot.upsert_node(Arc::new(node.clone()));
+                let added = self.core.snapshot.node(&node.metadata.name).is_none();
+                self.core.snapshot.upsert_node(Arc::new(node.clone()));
                 let event = if added {
                     ClusterEvent::NodeAdded
                 } else {
                     ClusterEvent::NodeUpdated
                 };
-                self.queue.move_all_to_active_or_backoff(event, now);
+                self.core.queue.move_all_to_active_or_backoff(event, now);
             }
             (Object::Pod(pod), ChangeType::Deleted) => {
                 let uid = &pod.metadata.uid;
-                self.pods.remove(uid);
-                self.queue.delete(uid);
-                if self.snapshot.remove_pod(uid).is_some() {
-                    self.queue
-                        .move_all_to_active_or_backoff(ClusterEvent::PodDeleted, now);
-                }
+                self.live.pods.remove(uid);
+                self.core.pod_gone(uid);
+                self.core.pod_removed(uid, now);
             }
             (Object::Pod(pod), _) => self.on_pod(Arc::new(pod.clone()), now),
             (Object::PodDisruptionBudget(pdb), change_type) => {
@@ -314,22 +324,19 @@ impl SchedulingLoop {
     fn on_pod(&mut self, pod: Arc<Pod>, now: Instant) {
         let uid = pod.metadata.uid.clone();
         let terminal = pod.status.phase.is_terminal();
-        let known = self.pods.remove(&uid);
+        let known = self.live.pods.remove(&uid);
         if terminal {
-            self.queue.delete(&uid);
-            if self.snapshot.remove_pod(&uid).is_some() {
-                self.queue
-                    .move_all_to_active_or_backoff(ClusterEvent::PodDeleted, now);
-            }
+            self.core.pod_gone(&uid);
+            self.core.pod_removed(&uid, now);
             return;
         }
         let last_message = known.as_ref().and_then(|k| k.last_message.clone());
         if !pod.spec.node_name.is_empty() {
             // Bound: by our own bind, or by the user through spec.nodeName.
-            self.queue.delete(&uid);
+            self.core.pod_gone(&uid);
             let info = Arc::new(PodInfo::new(pod.clone()));
-            self.snapshot.add_pod(&pod.spec.node_name, info);
-            self.pods.insert(
+            self.core.snapshot.add_pod(&pod.spec.node_name, info);
+            self.live.pods.insert(
                 uid,
                 KnownPod {
                     pod,
@@ -341,7 +348,7 @@ impl SchedulingLoop {
         }
         if let Some(node) = known.as_ref().and_then(|k| k.assumed_node.clone()) {
             // Our binding is in flight; this is an older version without it.
-            self.pods.insert(
+            self.live.pods.insert(
                 uid,
                 KnownPod {
                     pod,
@@ -352,19 +359,16 @@ impl SchedulingLoop {
             return;
         }
         if pod.metadata.deletion_timestamp.is_some() {
-            self.queue.delete(&uid);
+            self.core.pod_gone(&uid);
             return;
         }
         let info = Arc::new(PodInfo::new(pod.clone()));
-        if known.is_some() {
-            self.queue.update(info, now);
-        } else {
-            self.queue.add(info, now);
+        self.core
+            .pod_pending(info, known.as_ref().map(|k| &*k.pod), now);
+        if self.core.queue.is_gated(&uid) {
+            self.live.mark_gated(&pod);
         }
-        if self.queue.is_gated(&uid) {
-            self.mark_gated(&pod);
-        }
-        self.pods.insert(
+        self.live.pods.insert(
             uid,
             KnownPod {
                 pod,
@@ -383,7 +387,7 @@ impl SchedulingLoop {
     /// Answers an explain query: the pod evaluated against every node of the current
     /// snapshot, with a throw-away tie-break state so the real cycle is not disturbed.
     fn explain(&mut self, query: ExplainQuery) {
-        let known = self.pods.values().find(|k| {
+        let known = self.live.pods.values().find(|k| {
             k.pod.metadata.namespace == query.namespace && k.pod.metadata.name == query.name
         });
         let answer = match known {
@@ -394,16 +398,17 @@ impl SchedulingLoop {
             Some(k) if !k.pod.spec.node_name.is_empty() || k.assumed_node.is_some() => Err(
                 format!("pod {}/{} is already bound", query.namespace, query.name),
             ),
-            Some(k) => match self.profiles.get(&k.pod.spec.scheduler_name) {
+            Some(k) => match self.core.profiles.get(&k.pod.spec.scheduler_name) {
                 None => Err(format!(
                     "no scheduler profile named {:?}",
                     k.pod.spec.scheduler_name
                 )),
                 Some(profile) => {
                     let info = PodInfo::new(k.pod.clone());
-                    let result = Algorithm::new(0).schedule(
+                    let result = Algorithm::new(0).schedule_nominated(
                         profile,
-                        &self.snapshot,
+                        &self.core.snapshot,
+                        &self.core.nominator,
                         &info,
                         &ScheduleOptions { explain: true },
                     );
@@ -425,75 +430,61 @@ impl SchedulingLoop {
         let _ = query.reply.send(answer);
     }
 
-    /// One scheduling attempt, timed.
-    fn schedule(&mut self, queued: QueuedPod) {
-        let started = Instant::now();
-        self.attempt(queued);
-        self.attempt_latency.record(started.elapsed());
-    }
-
-    /// One scheduling attempt: the cycle, then assume and bind, or the failure's handling.
-    fn attempt(&mut self, queued: QueuedPod) {
-        let pod = queued.info.pod.clone();
-        let key = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
-        let _span = info_span!("schedule", pod = %key, attempt = queued.attempts + 1).entered();
-        let Some(profile) = self.profiles.get(&pod.spec.scheduler_name) else {
-            let message = format!(
-                "no scheduler profile named {:?}; this scheduler serves {}",
-                pod.spec.scheduler_name,
-                self.profiles.names().collect::<Vec<_>>().join(", ")
-            );
-            self.mark_unschedulable(&pod, message, false);
+    /// A binding could not be stored: forget the placement and try the pod again.
+    fn on_bind_failure(&mut self, notice: FailureNotice) {
+        debug!(uid = %notice.pod_uid, error = %notice.error, "binding failed");
+        self.core.snapshot.remove_pod(&notice.pod_uid);
+        let Some(known) = self.live.pods.get_mut(&notice.pod_uid) else {
             return;
         };
-        let result = self.algorithm.schedule(
-            profile,
-            &self.snapshot,
-            &queued.info,
-            &ScheduleOptions::default(),
+        known.assumed_node = None;
+        // Re-read the pod: it may have changed, been bound elsewhere or deleted.
+        let key = berth_proto::model::ObjectKey::new(
+            Kind::Pod,
+            &known.pod.metadata.namespace,
+            &known.pod.metadata.name,
         );
         let now = Instant::now();
-        match &result {
-            ScheduleResult::Scheduled { node, .. } => {
-                let node = node.clone();
-                debug!(node = %node, "scheduled");
-                self.assume_and_bind(queued.info, node);
+        match self.store.get(&key) {
+            Ok(Some(Object::Pod(pod))) if pod.metadata.uid == notice.pod_uid => {
+                self.live.pods.remove(&notice.pod_uid);
+                self.on_pod(Arc::new(pod), now);
             }
-            ScheduleResult::Unschedulable { .. } => {
-                let message = result.failure_message().unwrap_or_default();
-                debug!(%message, "unschedulable");
-                let ScheduleResult::Unschedulable {
-                    diagnosis,
-                    nomination,
-                    ..
-                } = result
-                else {
-                    unreachable!("matched Unschedulable above")
-                };
-                self.mark_unschedulable(&pod, message, true);
-                if let Some(nomination) = nomination {
-                    self.preempt(&pod, nomination);
-                }
-                self.queue
-                    .add_unschedulable(queued, diagnosis.unschedulable_plugins, now);
+            Ok(_) => {
+                self.live.pods.remove(&notice.pod_uid);
+                self.core.pod_gone(&notice.pod_uid);
             }
-            ScheduleResult::Error(e) => {
-                warn!(error = %e, "scheduling attempt failed");
-                let queued = queued;
-                self.queue.requeue_after_error(queued, now);
-            }
+            Err(e) => warn!(error = %e, "re-reading a pod after a failed binding"),
         }
+        self.core
+            .queue
+            .move_all_to_active_or_backoff(ClusterEvent::PodDeleted, now);
+    }
+}
+
+/// The live cluster as the attempt writes to it: the writer, the event recorder, and what
+/// the loop knows of each pod.
+struct Live {
+    writer: Writer,
+    events: EventRecorder,
+    pods: HashMap<String, KnownPod>,
+}
+
+impl Cluster for Live {
+    fn now(&self) -> Instant {
+        Instant::now()
     }
 
-    fn assume_and_bind(&mut self, info: Arc<PodInfo>, node: String) {
-        let pod = info.pod.clone();
-        let uid = pod.metadata.uid.clone();
-        self.snapshot.add_pod(&node, info);
-        if let Some(known) = self.pods.get_mut(&uid) {
-            known.assumed_node = Some(node.clone());
+    fn bind(&mut self, info: &Arc<PodInfo>, node: &str, _explanation: Option<Explanation>) {
+        let uid = info.uid();
+        let known = self.pods.get_mut(uid);
+        // The latest stored version, so that the binding's precondition is current.
+        let pod = known.as_ref().map_or(&info.pod, |k| &k.pod).clone();
+        if let Some(known) = known {
+            known.assumed_node = Some(node.to_string());
         }
         let mut bound = (*pod).clone();
-        bound.spec.node_name = node.clone();
+        bound.spec.node_name = node.to_string();
         set_condition(
             &mut bound.status.conditions,
             PodCondition {
@@ -511,10 +502,11 @@ impl SchedulingLoop {
                 precondition: Precondition::ResourceVersion(rv),
             },
             on_failure: Some(FailureNotice {
-                pod_uid: uid,
+                pod_uid: uid.to_string(),
                 error: String::new(),
             }),
         });
+        debug!(node = %node, "scheduled");
         self.events.record(
             pod_ref(&pod),
             NORMAL,
@@ -526,35 +518,29 @@ impl SchedulingLoop {
         );
     }
 
-    /// Acts on a preemption proposal: the victims end with reason Preempted (their agents
-    /// stop them gracefully), the preemptor is nominated to the node, and both get an Event.
-    /// The victims' resources are freed at once, so the preemptor's next attempt finds room.
-    fn preempt(&mut self, pod: &Arc<Pod>, nomination: Nomination) {
-        let node = nomination.node;
-        let mut names = Vec::with_capacity(nomination.victims.len());
-        for victim in &nomination.victims {
-            names.push(format!("{}/{}", victim.namespace, victim.name));
-            self.snapshot.remove_pod(&victim.uid);
-            let Some(known) = self.pods.get(&victim.uid) else {
-                continue;
-            };
-            let mut ended = (*known.pod).clone();
+    /// The victims end with reason Preempted (their agents stop them gracefully), and both
+    /// they and the preemptor get an Event.
+    fn evict(&mut self, preemptor: &PodInfo, node: &str, victims: &[Arc<PodInfo>]) {
+        let by = &preemptor.pod.metadata;
+        let mut names = Vec::with_capacity(victims.len());
+        for victim in victims {
+            names.push(victim.key());
+            let stored = self.pods.get(victim.uid()).map_or(&victim.pod, |k| &k.pod);
+            let mut ended = (**stored).clone();
             ended.status.phase = PodPhase::Failed;
             ended.status.reason = "Preempted".into();
             ended.status.message = format!(
                 "Preempted by pod {}/{} on node {}",
-                pod.metadata.namespace, pod.metadata.name, node
+                by.namespace, by.name, node
             );
             set_condition(
                 &mut ended.status.conditions,
                 PodCondition {
-                    type_: "DisruptionTarget".into(),
+                    type_: CONDITION_DISRUPTION_TARGET.into(),
                     status: "True".into(),
-                    reason: "PreemptionByScheduler".into(),
-                    message: format!(
-                        "{}: preempting to accommodate a higher priority pod",
-                        "default-scheduler"
-                    ),
+                    reason: REASON_PREEMPTION_BY_SCHEDULER.into(),
+                    message: "default-scheduler: preempting to accommodate a higher priority pod"
+                        .into(),
                     last_transition_time: Some(Time::now()),
                     ..Default::default()
                 },
@@ -563,7 +549,7 @@ impl SchedulingLoop {
                 pod_ref(&ended),
                 NORMAL,
                 "Preempted",
-                format!("Preempted by pod {} on node {}", pod.metadata.uid, node),
+                format!("Preempted by pod {} on node {}", by.uid, node),
             );
             self.writer.submit(Write {
                 op: Op::Update {
@@ -574,15 +560,8 @@ impl SchedulingLoop {
             });
         }
         info!(node = %node, victims = ?names, "preempting");
-        // The victims left the snapshot above: for the queue that is an assigned pod's
-        // deletion (kube learns it from the informer), which may help pods waiting on
-        // resources, the preemptor itself included (it then waits out its back-off).
-        if !nomination.victims.is_empty() {
-            self.queue
-                .move_all_to_active_or_backoff(ClusterEvent::PodDeleted, Instant::now());
-        }
         self.events.record(
-            pod_ref(pod),
+            pod_ref(&preemptor.pod),
             NORMAL,
             "Preempting",
             format!(
@@ -592,90 +571,68 @@ impl SchedulingLoop {
                 names.join(", ")
             ),
         );
-        let Some(known) = self.pods.get_mut(&pod.metadata.uid) else {
-            return;
-        };
-        let mut nominated = (*known.pod).clone();
-        nominated.status.nominated_node_name = node;
-        // The nominated pod is written without a precondition: the unschedulable condition
-        // written just before may not have landed yet.
-        known.last_message = None;
-        self.writer.submit(Write {
-            op: Op::Update {
-                object: Object::Pod(nominated),
-                precondition: Precondition::None,
-            },
-            on_failure: None,
-        });
     }
 
-    /// A binding could not be stored: forget the placement and try the pod again.
-    fn on_bind_failure(&mut self, notice: FailureNotice) {
-        debug!(uid = %notice.pod_uid, error = %notice.error, "binding failed");
-        self.snapshot.remove_pod(&notice.pod_uid);
-        let Some(known) = self.pods.get_mut(&notice.pod_uid) else {
+    /// Writes PodScheduled=False with the reason and the nomination change in one write, and
+    /// a FailedScheduling event, unless the same message is already on the pod and the
+    /// nomination does not change.
+    fn mark_unschedulable(&mut self, pod: &PodInfo, failure: Failure) {
+        let Some(known) = self.pods.get_mut(pod.uid()) else {
             return;
         };
-        known.assumed_node = None;
-        // Re-read the pod: it may have changed, been bound elsewhere or deleted.
-        let key = berth_proto::model::ObjectKey::new(
-            Kind::Pod,
-            &known.pod.metadata.namespace,
-            &known.pod.metadata.name,
-        );
-        let now = Instant::now();
-        match self.store.get(&key) {
-            Ok(Some(Object::Pod(pod))) if pod.metadata.uid == notice.pod_uid => {
-                self.pods.remove(&notice.pod_uid);
-                self.on_pod(Arc::new(pod), now);
-            }
-            Ok(_) => {
-                self.pods.remove(&notice.pod_uid);
-                self.queue.delete(&notice.pod_uid);
-            }
-            Err(e) => warn!(error = %e, "re-reading a pod after a failed binding"),
+        debug!(message = %failure.message, "unschedulable");
+        if failure.event {
+            self.events.record(
+                pod_ref(&known.pod),
+                WARNING,
+                "FailedScheduling",
+                failure.message.clone(),
+            );
         }
-        self.queue
-            .move_all_to_active_or_backoff(ClusterEvent::PodDeleted, now);
-    }
-
-    /// Writes PodScheduled=False with the reason, and a FailedScheduling event, unless the
-    /// same message is already on the pod.
-    fn mark_unschedulable(&mut self, pod: &Arc<Pod>, message: String, event: bool) {
-        let uid = &pod.metadata.uid;
-        let Some(known) = self.pods.get_mut(uid) else {
-            return;
+        let nomination = match &failure.nomination {
+            NominationChange::Keep => None,
+            NominationChange::Set(node) => Some(node.clone()),
+            NominationChange::Clear => Some(String::new()),
         };
-        if event {
-            self.events
-                .record(pod_ref(pod), WARNING, "FailedScheduling", message.clone());
-        }
-        if known.last_message.as_deref() == Some(message.as_str()) {
+        if known.last_message.as_deref() == Some(failure.message.as_str()) && nomination.is_none() {
             return;
         }
-        known.last_message = Some(message.clone());
         let mut updated = (*known.pod).clone();
         set_condition(
             &mut updated.status.conditions,
             PodCondition {
                 type_: "PodScheduled".into(),
                 status: "False".into(),
-                reason: "Unschedulable".into(),
-                message,
+                reason: failure.reason.into(),
+                message: failure.message.clone(),
                 last_transition_time: Some(Time::now()),
                 ..Default::default()
             },
         );
-        let rv = known.pod.metadata.resource_version.clone();
+        // A nomination is written without a precondition (a status write, as kube's patch):
+        // an earlier condition write may not have landed yet.
+        let precondition = match nomination {
+            Some(node) => {
+                updated.status.nominated_node_name = node;
+                known.last_message = None;
+                Precondition::None
+            }
+            None => {
+                known.last_message = Some(failure.message);
+                Precondition::ResourceVersion(known.pod.metadata.resource_version.clone())
+            }
+        };
         self.writer.submit(Write {
             op: Op::Update {
                 object: Object::Pod(updated),
-                precondition: Precondition::ResourceVersion(rv),
+                precondition,
             },
             on_failure: None,
         });
     }
+}
 
+impl Live {
     /// Writes PodScheduled=False with reason SchedulingGated, once.
     fn mark_gated(&mut self, pod: &Arc<Pod>) {
         let gated = pod

@@ -10,10 +10,12 @@
 //! - [`snapshot`]: the cluster state a cycle reads, updated incrementally.
 //! - [`cache`]: per-pod plugin state kept across cycles, updated from the snapshot's journal.
 //! - [`hash`]: a fast hasher for the per-node lookups of plugin state.
+//! - [`nominated`]: running the filters with nominated pods' room counted.
 //! - [`CycleState`], [`Rejection`], [`Diagnosis`] and the plugin traits, below.
 
 pub mod cache;
 pub mod hash;
+pub mod nominated;
 pub mod resources;
 pub mod snapshot;
 pub mod types;
@@ -24,6 +26,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
+pub use nominated::{run_filters, run_filters_with_nominated_pods, NominatedPods};
 pub use resources::Resources;
 pub use snapshot::{DisruptionBudget, Snapshot};
 pub use types::{AffinityTerm, NodeInfo, PodInfo, WeightedAffinityTerm};
@@ -36,12 +39,32 @@ pub const MAX_NODE_SCORE: i64 = 100;
 ///
 /// The values sit in a short vector searched linearly: a cycle holds a handful of them, and
 /// every plugin looks its own up once per node, where hashing a key would cost more than the
-/// scan.
-#[derive(Default)]
+/// scan. Values are shared between a state and its clones and copied on the first write
+/// ([`CycleState::get_mut`]), so that filtering a node with nominated pods (which needs a
+/// state of its own, as kube's `state.Clone()`) costs a few reference counts.
+#[derive(Default, Clone)]
 pub struct CycleState {
-    values: Vec<(TypeId, Box<dyn Any + Send + Sync>)>,
+    values: Vec<StateValue>,
     /// Whether every node must be evaluated (no early stop), as `berth sim --explain` asks.
     pub evaluate_all_nodes: bool,
+}
+
+/// One typed value of a [`CycleState`], with the function that copies it on write.
+#[derive(Clone)]
+struct StateValue {
+    id: TypeId,
+    value: Arc<dyn Any + Send + Sync>,
+    copy: fn(&(dyn Any + Send + Sync)) -> Arc<dyn Any + Send + Sync>,
+}
+
+/// Copies a value of type `T` behind a `dyn Any` (the type is known from the `TypeId`).
+fn copy_value<T: Any + Clone + Send + Sync>(
+    value: &(dyn Any + Send + Sync),
+) -> Arc<dyn Any + Send + Sync> {
+    let value: &T = value
+        .downcast_ref()
+        .expect("a state value is stored under its own TypeId");
+    Arc::new(value.clone())
 }
 
 impl CycleState {
@@ -51,11 +74,16 @@ impl CycleState {
     }
 
     /// Stores a value, replacing the previous value of the same type.
-    pub fn insert<T: Any + Send + Sync>(&mut self, value: T) {
+    pub fn insert<T: Any + Clone + Send + Sync>(&mut self, value: T) {
         let id = TypeId::of::<T>();
-        match self.values.iter_mut().find(|(t, _)| *t == id) {
-            Some((_, slot)) => *slot = Box::new(value),
-            None => self.values.push((id, Box::new(value))),
+        let entry = StateValue {
+            id,
+            value: Arc::new(value),
+            copy: copy_value::<T>,
+        };
+        match self.values.iter_mut().find(|v| v.id == id) {
+            Some(slot) => *slot = entry,
+            None => self.values.push(entry),
         }
     }
 
@@ -64,17 +92,20 @@ impl CycleState {
         let id = TypeId::of::<T>();
         self.values
             .iter()
-            .find(|(t, _)| *t == id)
-            .and_then(|(_, b)| b.downcast_ref())
+            .find(|v| v.id == id)
+            .and_then(|v| v.value.downcast_ref())
     }
 
-    /// The stored value of type `T`, mutable.
+    /// The stored value of type `T`, mutable; copied first if a clone of this state shares it.
     pub fn get_mut<T: Any + Send + Sync>(&mut self) -> Option<&mut T> {
         let id = TypeId::of::<T>();
-        self.values
-            .iter_mut()
-            .find(|(t, _)| *t == id)
-            .and_then(|(_, b)| b.downcast_mut())
+        let slot = self.values.iter_mut().find(|v| v.id == id)?;
+        if Arc::get_mut(&mut slot.value).is_none() {
+            slot.value = (slot.copy)(&*slot.value);
+        }
+        Arc::get_mut(&mut slot.value)
+            .expect("a freshly copied value is not shared")
+            .downcast_mut()
     }
 }
 
@@ -230,8 +261,12 @@ pub struct Victim {
 pub enum PostFilterOutcome {
     /// Evicting these pods lets the pod fit.
     Nominate(Nomination),
-    /// Nothing can be done; the message says why (kube's preemption message).
+    /// Nothing can be done; the message says why (kube's preemption message). An earlier
+    /// nomination of the pod ends.
     NoHelp(String),
+    /// The pod may not preempt now (kube's PodEligibleToPreemptOthers said no); the message
+    /// says why. An earlier nomination of the pod stands.
+    NotEligible(String),
 }
 
 /// PostFilter: runs when no node fits; proposes, never acts.

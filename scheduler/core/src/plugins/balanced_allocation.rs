@@ -118,6 +118,7 @@ pub fn balance_change_score(requested: &[i64], allocatable: &[i64], pod_requests
 
 /// The pod's requests of the balanced resources; `None` for a pod requesting none of them,
 /// which kube does not score (so best-effort pods do not pile onto one node).
+#[derive(Clone)]
 struct PreScoreState {
     pod_requests: Option<Vec<i64>>,
 }

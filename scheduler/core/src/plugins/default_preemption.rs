@@ -4,11 +4,16 @@
 //!
 //! The search follows kube's preemption evaluator:
 //!
-//! 1. Eligibility: a pod with `preemptionPolicy: Never` preempts nothing.
+//! 1. Eligibility (kube's PodEligibleToPreemptOthers): a pod with `preemptionPolicy: Never`
+//!    preempts nothing, and neither does a pod whose nominated node still holds a
+//!    lower-priority pod that an earlier preemption is terminating (deletionTimestamp set,
+//!    DisruptionTarget=True with reason PreemptionByScheduler): it waits for that room,
+//!    unless the nominated node is now UnschedulableAndUnresolvable for it.
 //! 2. Candidates: only nodes rejected as `Unschedulable` (a rejection that removing pods may
 //!    resolve) are searched; nodes rejected as UnschedulableAndUnresolvable never are.
 //! 3. Victims on one node (kube's SelectVictimsOnNode): remove every pod of strictly lower
-//!    priority, check that the pod fits, then add the removed pods back, most important first
+//!    priority, check that the pod fits (counting the pods nominated to the node, as the
+//!    cycle's filters do), then add the removed pods back, most important first
 //!    and those whose eviction would break a PodDisruptionBudget before the others, keeping
 //!    each one that still leaves room for the pod. What is left out are the victims.
 //! 4. The node (kube's pickOneNodeForPreemption): fewest PDB violations, then the lowest
@@ -24,8 +29,9 @@ use serde::{Deserialize, Serialize};
 
 use super::InvalidArgs;
 use crate::framework::{
-    Code, CycleState, Diagnosis, DisruptionBudget, Fit, NodeInfo, Nomination, Plugin, PluginError,
-    PodInfo, PostFilter, PostFilterOutcome, Profile, Rejection, Snapshot, Victim,
+    run_filters_with_nominated_pods, Code, CycleState, Diagnosis, DisruptionBudget, NodeInfo,
+    Nomination, Plugin, PodInfo, PostFilter, PostFilterOutcome, Profile, Rejection, Snapshot,
+    Victim,
 };
 
 /// kube-scheduler's name for the plugin.
@@ -40,6 +46,16 @@ pub const REASON_NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
 /// The whole message for a pod with `preemptionPolicy: Never`.
 pub const MESSAGE_PREEMPTION_POLICY_NEVER: &str =
     "preemption: not eligible due to preemptionPolicy=Never.";
+
+/// The whole message for a pod whose nominated node holds a pod terminating by preemption.
+pub const MESSAGE_TERMINATING_ON_NOMINATED_NODE: &str =
+    "preemption: not eligible due to a terminating pod on the nominated node.";
+
+/// The condition preemption sets on its victims (kube's `DisruptionTarget`).
+pub const CONDITION_DISRUPTION_TARGET: &str = "DisruptionTarget";
+
+/// The DisruptionTarget reason of a victim of the scheduler's preemption.
+pub const REASON_PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
 
 /// Every message of this plugin starts so, as kube's do.
 const MESSAGE_PREFIX: &str = "preemption: ";
@@ -115,9 +131,10 @@ impl Args {
 ///   least `minCandidateNodesAbsolute`), starting at a random offset. Berth searches every
 ///   candidate node in snapshot order, so the choice is deterministic and is the one kube
 ///   would make if it searched them all.
-/// - kube refuses to preempt again while a lower-priority pod on the pod's nominated node is
-///   already terminating because of an earlier preemption. Berth's snapshot has no
-///   terminating state (victims leave at once), so that rule is not applied.
+/// The rule that a pod waits while its nominated node holds a victim still terminating
+/// applies to terminating pods in the snapshot (in `berth sim`, pods given with a
+/// deletionTimestamp and that condition). Berth's own victims leave the snapshot at once
+/// (they end Failed/Preempted when the preemption is decided), so they never hold it back.
 #[derive(Clone, Debug, Default)]
 pub struct DefaultPreemption {
     args: Args,
@@ -158,19 +175,23 @@ impl PostFilter for DefaultPreemption {
         profile: &Profile,
     ) -> PostFilterOutcome {
         if pod.pod.spec.preemption_policy == Some(PreemptionPolicy::Never) {
-            return PostFilterOutcome::NoHelp(MESSAGE_PREEMPTION_POLICY_NEVER.to_string());
+            return PostFilterOutcome::NotEligible(MESSAGE_PREEMPTION_POLICY_NEVER.to_string());
+        }
+        if waits_for_terminating_victim(pod, snapshot, diagnosis) {
+            return PostFilterOutcome::NotEligible(
+                MESSAGE_TERMINATING_ON_NOMINATED_NODE.to_string(),
+            );
         }
         let potential = potential_nodes(snapshot, diagnosis);
         let mut failures: BTreeMap<String, Rejection> = BTreeMap::new();
         if potential.is_empty() {
             return PostFilterOutcome::NoHelp(no_help_message(snapshot, failures));
         }
-        let mut dry_run = match DryRun::new(profile, pod, snapshot, state.evaluate_all_nodes) {
-            Ok(dry_run) => dry_run,
-            Err(e) => {
-                tracing::warn!(pod = %pod.key(), error = %e, "preemption: PreFilter failed");
-                return PostFilterOutcome::NoHelp(format!("{MESSAGE_PREFIX}{e}"));
-            }
+        let mut dry_run = DryRun {
+            profile,
+            pod,
+            snapshot,
+            state: state.clone(),
         };
         let mut candidates: Vec<Candidate> = Vec::new();
         for node in potential {
@@ -209,6 +230,41 @@ impl PostFilter for DefaultPreemption {
             None => PostFilterOutcome::NoHelp(no_help_message(snapshot, failures)),
         }
     }
+}
+
+/// The second half of kube's PodEligibleToPreemptOthers: whether `pod` is nominated to a
+/// node that is not UnschedulableAndUnresolvable for it and still holds a lower-priority pod
+/// that a preemption is terminating. Such a pod waits for the room instead of preempting
+/// again.
+fn waits_for_terminating_victim(pod: &PodInfo, snapshot: &Snapshot, diagnosis: &Diagnosis) -> bool {
+    let nominated = &pod.pod.status.nominated_node_name;
+    if nominated.is_empty() {
+        return false;
+    }
+    let status = diagnosis
+        .node_rejections
+        .get(nominated)
+        .or(diagnosis.pre_filter_rejection.as_ref());
+    if status.is_some_and(|r| r.code == Code::UnschedulableAndUnresolvable) {
+        return false;
+    }
+    snapshot.node(nominated).is_some_and(|node| {
+        node.pods
+            .iter()
+            .any(|p| p.priority < pod.priority && is_terminating_by_preemption(&p.pod))
+    })
+}
+
+/// kube's podTerminatingByPreemption: deletionTimestamp set and DisruptionTarget=True with
+/// reason PreemptionByScheduler.
+fn is_terminating_by_preemption(pod: &berth_model::model::Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+        && pod
+            .status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == CONDITION_DISRUPTION_TARGET)
+            .is_some_and(|c| c.status == "True" && c.reason == REASON_PREEMPTION_BY_SCHEDULER)
 }
 
 /// Nodes where removing pods may help, in snapshot order: those rejected as
@@ -383,8 +439,9 @@ fn split_by_budget(
     (violating, non_violating)
 }
 
-/// The per-pod scratch space of the victim search: the profile's PreFilter state for the
-/// cluster as it is, computed once. Each node's search changes it through the PreFilters'
+/// The per-pod scratch space of the victim search: a copy of the cycle's state (the
+/// PreFilter state for the cluster as it is, and the nominated pods to count). Each node's
+/// search changes it through the PreFilters'
 /// `remove_pod`/`add_pod` and puts back every pod it removed before the next node, so the
 /// state always describes the unchanged cluster between nodes; only the node under test is
 /// copied, never the snapshot.
@@ -395,29 +452,7 @@ struct DryRun<'a> {
     state: CycleState,
 }
 
-impl<'a> DryRun<'a> {
-    /// Runs the profile's PreFilters on a fresh state (the cycle's state cannot be copied).
-    /// Their verdicts are not needed: the cycle already acted on them, and the Filters decide
-    /// whether the pod fits once pods are removed.
-    fn new(
-        profile: &'a Profile,
-        pod: &'a PodInfo,
-        snapshot: &'a Snapshot,
-        evaluate_all_nodes: bool,
-    ) -> Result<Self, PluginError> {
-        let mut state = CycleState::new();
-        state.evaluate_all_nodes = evaluate_all_nodes;
-        for plugin in &profile.pre_filters {
-            plugin.pre_filter(&mut state, pod, snapshot)?;
-        }
-        Ok(DryRun {
-            profile,
-            pod,
-            snapshot,
-            state,
-        })
-    }
-
+impl DryRun<'_> {
     /// kube's SelectVictimsOnNode: the fewest, least important lower-priority pods of `node`
     /// whose eviction lets the pod fit, or why no eviction there can.
     fn select_victims_on_node(&mut self, node: &NodeInfo) -> Result<Candidate, Rejection> {
@@ -495,17 +530,17 @@ impl<'a> DryRun<'a> {
         }
     }
 
-    /// The first Filter's rejection of the pod on `node`, or None when it fits.
+    /// The first Filter's rejection of the pod on `node` (with the room nominated pods hold
+    /// there counted), or None when it fits.
     fn run_filters(&self, node: &NodeInfo) -> Option<Rejection> {
-        self.profile.filters.iter().find_map(|filter| {
-            match filter.filter(&self.state, self.pod, node) {
-                Fit::Yes => None,
-                Fit::No(mut rejection) => {
-                    rejection.plugin = filter.name();
-                    Some(rejection)
-                }
-            }
-        })
+        run_filters_with_nominated_pods(
+            &self.profile.filters,
+            &self.profile.pre_filters,
+            &self.state,
+            self.pod,
+            node,
+            self.snapshot,
+        )
     }
 }
 
@@ -515,7 +550,7 @@ mod tests {
 
     use super::*;
     use crate::cycle::{Algorithm, ScheduleOptions, ScheduleResult};
-    use crate::framework::PreFilterOutcome;
+    use crate::framework::{Fit, PreFilterOutcome};
     use crate::plugins::testing::{
         check_typed_args, snapshot, Info, NodeBuilder, PodBuilder, TypedArgsCase,
     };
@@ -547,7 +582,9 @@ mod tests {
             PostFilterOutcome::Nominate(n) => {
                 Got::Nominate(n.node, n.victims.into_iter().map(|v| v.name).collect())
             }
-            PostFilterOutcome::NoHelp(message) => Got::NoHelp(message),
+            PostFilterOutcome::NoHelp(message) | PostFilterOutcome::NotEligible(message) => {
+                Got::NoHelp(message)
+            }
         }
     }
 
@@ -744,6 +781,96 @@ mod tests {
                 want: no_help("preemption: 0/1 nodes are available: 1 Insufficient cpu."),
             },
         ]);
+    }
+
+    /// The node infos of `nodes`, where the pod named `going` is terminating (deletion
+    /// timestamp set) with the DisruptionTarget condition of `reason`.
+    fn with_terminating(nodes: Vec<NodeBuilder>, reason: &str) -> Vec<NodeInfo> {
+        let mut infos: Vec<NodeInfo> = nodes.into_iter().map(Info::info).collect();
+        for info in &mut infos {
+            let Some(going) = info.remove_pod("default-going") else {
+                continue;
+            };
+            let mut pod = (*going.pod).clone();
+            pod.metadata.deletion_timestamp = Some(Time::from_unix_nanos(0));
+            pod.status
+                .conditions
+                .push(berth_model::model::PodCondition {
+                    type_: CONDITION_DISRUPTION_TARGET.into(),
+                    status: "True".into(),
+                    reason: reason.into(),
+                    ..Default::default()
+                });
+            info.add_pod(Arc::new(PodInfo::new(Arc::new(pod))));
+        }
+        infos
+    }
+
+    fn nominated_to(pod: PodBuilder, node: &str) -> PodInfo {
+        let mut p = pod.build();
+        p.status.nominated_node_name = node.into();
+        PodInfo::new(Arc::new(p))
+    }
+
+    #[test]
+    fn a_pod_waits_for_the_victims_its_nominated_node_is_terminating() {
+        struct Case {
+            name: &'static str,
+            nodes: Vec<NodeBuilder>,
+            /// The DisruptionTarget reason of the terminating pod `going`.
+            reason: &'static str,
+            nominated: &'static str,
+            want: Got,
+        }
+        let n1 = || {
+            node(
+                "n1",
+                1000,
+                vec![running("going", 0, 600, 1), running("low", 0, 400, 2)],
+            )
+        };
+        let cases = vec![
+            Case {
+                name: "a victim still terminating on the nominated node: wait",
+                nodes: vec![n1()],
+                reason: REASON_PREEMPTION_BY_SCHEDULER,
+                nominated: "n1",
+                want: no_help(MESSAGE_TERMINATING_ON_NOMINATED_NODE),
+            },
+            Case {
+                name: "not nominated: preempt",
+                nodes: vec![n1()],
+                reason: REASON_PREEMPTION_BY_SCHEDULER,
+                nominated: "",
+                want: nominate("n1", &["going"]),
+            },
+            Case {
+                name: "terminating for another reason: preempt",
+                nodes: vec![n1()],
+                reason: "DeletionByTaintManager",
+                nominated: "n1",
+                want: nominate("n1", &["going"]),
+            },
+            Case {
+                name: "the nominated node is now unresolvable: preempt elsewhere",
+                nodes: vec![
+                    n1().taint("dedicated", "gpu", TaintEffect::NoSchedule),
+                    node("n2", 1000, vec![running("other", 0, 1000, 1)]),
+                ],
+                reason: REASON_PREEMPTION_BY_SCHEDULER,
+                nominated: "n1",
+                want: nominate("n2", &["other"]),
+            },
+        ];
+        for case in cases {
+            let snap = snapshot(&with_terminating(case.nodes, case.reason));
+            let pod = nominated_to(preemptor(10, 500), case.nominated);
+            let profile = Profile::default_profile();
+            let (state, diagnosis) = diagnose(&profile, &pod, &snap);
+            let outcome =
+                DefaultPreemption::default().post_filter(&state, &pod, &snap, &diagnosis, &profile);
+            assert_eq!(got(outcome), case.want, "{}", case.name);
+        }
     }
 
     #[test]

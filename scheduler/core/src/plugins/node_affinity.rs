@@ -368,11 +368,13 @@ impl NodeAffinityPlugin {
 }
 
 /// The pod's parsed hard constraints, from PreFilter.
+#[derive(Clone)]
 struct PreFilterState {
     required: RequiredNodeAffinity,
 }
 
 /// The pod's parsed preferences, from PreScore.
+#[derive(Clone)]
 struct PreScoreState {
     preferred: PreferredTerms,
 }

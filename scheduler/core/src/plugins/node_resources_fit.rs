@@ -622,11 +622,13 @@ fn requested_to_capacity_ratio_score(
 }
 
 /// The pod's effective request, computed once in PreFilter.
+#[derive(Clone)]
 struct PreFilterState {
     request: Resources,
 }
 
 /// The pod's request of each scored resource, computed once in PreScore.
+#[derive(Clone)]
 struct PreScoreState {
     pod_requests: Vec<i64>,
 }

@@ -74,6 +74,7 @@ pub fn is_do_not_schedule(taint: &Taint) -> bool {
 pub struct TaintToleration;
 
 /// The pod's tolerations that can tolerate a PreferNoSchedule taint, computed in PreScore.
+#[derive(Clone)]
 struct PreScoreState {
     tolerations: Vec<Toleration>,
 }

@@ -1,52 +1,30 @@
-//! PodDisruptionBudgets in `berth sim`: each budget's `disruptionsAllowed`, computed as the
-//! disruption controller does and kept current as pods are bound and evicted, so that
-//! preemption prefers victims whose eviction breaks no budget.
+//! PodDisruptionBudgets in `berth sim`: each budget's `disruptionsAllowed`, counted with the
+//! disruption controller's arithmetic ([`crate::disruption`]) and kept current as pods are
+//! bound and evicted, so that preemption prefers victims whose eviction breaks no budget.
 //!
 //! - healthy: pods bound to a node, in the budget's namespace, matching its selector, and
 //!   not terminating (bound pods count as ready: nothing in the simulation fails);
-//! - desired: `minAvailable` as an integer is itself; a percentage `minAvailable`, and
-//!   `maxUnavailable` (`expected - maxUnavailable`), resolve against the expected pod count,
-//!   rounding up;
-//! - allowed: `max(0, healthy - desired)`, and 0 when no pod is expected (as when neither
-//!   field is set).
+//! - expected: the input's pods (after expanding workloads) that the budget selects, bound
+//!   or not, for every rule.
 //!
 //! Approximation: kube takes the expected count from the replicas of the pods' controllers
 //! (or, for an integer minAvailable, the pods that exist). The simulation counts the pods of
-//! the input (after expanding workloads) that the budget selects, bound or not; evicted pods
-//! stay counted, as their controllers would replace them.
+//! the input that the budget selects; evicted pods stay counted, as their controllers would
+//! replace them.
 
-use berth_model::model::{LabelSelector, Pod, PodDisruptionBudget};
+use berth_model::model::{Pod, PodDisruptionBudget};
 
 use super::SimError;
+use crate::disruption::{covers, disruptions_allowed, expected_and_desired};
 use crate::framework::DisruptionBudget;
 
 /// One budget and its live counts.
 #[derive(Clone, Debug)]
 struct Budget {
-    namespace: String,
-    name: String,
-    selector: Option<LabelSelector>,
+    pdb: PodDisruptionBudget,
     expected: i32,
     desired: i32,
     healthy: i32,
-}
-
-impl Budget {
-    fn covers(&self, pod: &Pod) -> bool {
-        pod.metadata.namespace == self.namespace
-            && self
-                .selector
-                .as_ref()
-                .is_some_and(|s| s.matches(&pod.metadata.labels))
-    }
-
-    fn allowed(&self) -> i32 {
-        if self.expected <= 0 {
-            0
-        } else {
-            (self.healthy - self.desired).max(0)
-        }
-    }
 }
 
 /// Every budget of the input, with its counts.
@@ -62,33 +40,21 @@ impl Budgets {
     pub fn new(pdbs: &[PodDisruptionBudget], all_pods: &[Pod]) -> Result<Self, SimError> {
         let mut budgets = Vec::with_capacity(pdbs.len());
         for pdb in pdbs {
-            let mut budget = Budget {
-                namespace: pdb.metadata.namespace.clone(),
-                name: pdb.metadata.name.clone(),
-                selector: pdb.spec.selector.clone(),
-                expected: 0,
-                desired: 0,
+            let count = all_pods.iter().filter(|p| covers(pdb, p)).count();
+            let scale = i32::try_from(count).unwrap_or(i32::MAX);
+            let (expected, desired) =
+                expected_and_desired(pdb, count, || Ok(scale)).map_err(|source| {
+                    SimError::Budget {
+                        key: format!("{}/{}", pdb.metadata.namespace, pdb.metadata.name),
+                        source,
+                    }
+                })?;
+            budgets.push(Budget {
+                pdb: pdb.clone(),
+                expected,
+                desired,
                 healthy: 0,
-            };
-            let expected = all_pods.iter().filter(|p| budget.covers(p)).count();
-            budget.expected = i32::try_from(expected).unwrap_or(i32::MAX);
-            let key = format!("{}/{}", budget.namespace, budget.name);
-            let error = |source| SimError::Budget {
-                key: key.clone(),
-                source,
-            };
-            let desired = if let Some(max_unavailable) = &pdb.spec.max_unavailable {
-                let max = max_unavailable.resolve(budget.expected).map_err(error)?;
-                (i64::from(budget.expected) - max).max(0)
-            } else if let Some(min_available) = &pdb.spec.min_available {
-                min_available.resolve(budget.expected).map_err(error)?
-            } else {
-                // Neither is set: kube expects no pod, and so allows no disruption.
-                budget.expected = 0;
-                0
-            };
-            budget.desired = i32::try_from(desired).unwrap_or(i32::MAX);
-            budgets.push(budget);
+            });
         }
         Ok(Budgets { budgets })
     }
@@ -107,7 +73,7 @@ impl Budgets {
         if pod.metadata.deletion_timestamp.is_some() {
             return;
         }
-        for budget in self.budgets.iter_mut().filter(|b| b.covers(pod)) {
+        for budget in self.budgets.iter_mut().filter(|b| covers(&b.pdb, pod)) {
             budget.healthy += delta;
         }
     }
@@ -122,10 +88,10 @@ impl Budgets {
         self.budgets
             .iter()
             .map(|b| DisruptionBudget {
-                namespace: b.namespace.clone(),
-                name: b.name.clone(),
-                selector: b.selector.clone(),
-                disruptions_allowed: b.allowed(),
+                namespace: b.pdb.metadata.namespace.clone(),
+                name: b.pdb.metadata.name.clone(),
+                selector: b.pdb.spec.selector.clone(),
+                disruptions_allowed: disruptions_allowed(b.expected, b.desired, b.healthy),
             })
             .collect()
     }

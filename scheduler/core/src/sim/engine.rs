@@ -6,11 +6,11 @@
 //! empty and pods are backing off: it jumps to the earliest back-off expiry. When no pod is
 //! active or backing off, nothing can change any more and the run ends.
 //!
-//! Nominated pods: a pod that preempted waits (in back-off) for its next attempt while its
-//! victims are already gone. As kube's nominator does, pods nominated to a node are counted
-//! on that node while pods of equal or lower priority are scheduled, so the room they made
-//! is not taken from them. (kube counts them for filtering only; here they are on the node
-//! for the whole cycle, so they also weigh in the other pods' scores.)
+//! Attempts: each one is [`crate::attempt::Scheduler::schedule_one`], the live loop's own;
+//! the engine is its [`Cluster`]. Nominated pods: a pod that preempted waits (in back-off)
+//! for its next attempt while its victims are already gone; the cycle counts it on its
+//! nominated node while pods of equal or lower priority are filtered (not scored), so the
+//! room it made is not taken from it.
 //!
 //! Termination: an attempt either binds a pod, evicts pods (each pod at most once), or
 //! fails. A pod that failed and is tried again before anything changed in the cluster would
@@ -24,39 +24,44 @@ use berth_model::model::Pod;
 
 use super::budgets::Budgets;
 use super::input::Catalog;
-use super::{NodeOutcome, PodOutcome, SimError, SimOptions, SimOutput};
+use super::{AttemptOutcome, NodeOutcome, PodOutcome, SimError, SimOptions, SimOutput};
 use crate::admission::{self, AdmissionConfig, Classes};
-use crate::cycle::{Algorithm, Explanation, NodeVerdict, ScheduleOptions, ScheduleResult};
-use crate::framework::{PodInfo, Snapshot, Victim};
-use crate::profile::Profiles;
-use crate::queue::{ClusterEvent, QueuedPod, SchedulingQueue};
+use crate::attempt::{Attempt, Cluster, Failure, NominationChange, Scheduler};
+use crate::cycle::{Explanation, NodeVerdict};
+use crate::framework::PodInfo;
+use crate::queue::QueuedPod;
 
 /// kube's condition message for a pod that waits for its scheduling gates.
 pub const MESSAGE_SCHEDULING_GATED: &str =
     "Scheduling is blocked due to non-empty scheduling gates";
 
-/// The simulation's state.
+/// The simulation: the shared scheduler, and the in-memory world it acts on.
 pub struct Engine {
-    profiles: Profiles,
-    explain: bool,
-    algorithm: Algorithm,
-    snapshot: Snapshot,
-    queue: SchedulingQueue,
+    scheduler: Scheduler,
+    world: World,
+}
+
+/// The simulated cluster as the attempt sees it ([`Cluster`]): the virtual clock, each
+/// pending pod's outcome, and the budgets' counts.
+struct World {
     now: Instant,
+    explain: bool,
     outcomes: Vec<PodOutcome>,
     /// uid → index in `outcomes`, for pods that have an entry.
     entries: HashMap<String, usize>,
     evicted: Vec<String>,
     notes: Vec<String>,
-    /// uid → (nominated node, the pod) of pending pods whose preemption made room.
-    nominated: BTreeMap<String, (String, Arc<PodInfo>)>,
     /// Bumped by every binding and eviction.
     generation: u64,
+    /// The generation in which the running attempt started.
+    started_in: u64,
     /// uid → the generation in which the pod's latest failed attempt started.
     failed_in: HashMap<String, u64>,
     /// Pods popped again before anything changed since their failure; requeued on the next
     /// change.
     set_aside: Vec<QueuedPod>,
+    /// Victims of the running attempt's preemption, as `namespace/name`.
+    preempted: Vec<String>,
     budgets: Budgets,
 }
 
@@ -72,30 +77,30 @@ impl Engine {
             pods,
             notes,
         } = catalog;
-        let mut snapshot = Snapshot::new();
+        let mut scheduler = Scheduler::new(options.profiles, options.seed, options.explain);
         for node in nodes {
-            snapshot.upsert_node(Arc::new(node));
+            scheduler.snapshot.upsert_node(Arc::new(node));
         }
         for (namespace, labels) in namespaces {
-            snapshot.set_namespace(&namespace, labels);
+            scheduler.snapshot.set_namespace(&namespace, labels);
         }
         let budgets = Budgets::new(&budgets, &pods)?;
         let mut engine = Engine {
-            queue: SchedulingQueue::new(options.profiles.queue_config()),
-            algorithm: Algorithm::new(options.seed),
-            profiles: options.profiles,
-            explain: options.explain,
-            snapshot,
-            now: Instant::now(),
-            outcomes: Vec::new(),
-            entries: HashMap::new(),
-            evicted: Vec::new(),
-            notes,
-            nominated: BTreeMap::new(),
-            generation: 0,
-            failed_in: HashMap::new(),
-            set_aside: Vec::new(),
-            budgets,
+            scheduler,
+            world: World {
+                now: Instant::now(),
+                explain: options.explain,
+                outcomes: Vec::new(),
+                entries: HashMap::new(),
+                evicted: Vec::new(),
+                notes,
+                generation: 0,
+                started_in: 0,
+                failed_in: HashMap::new(),
+                set_aside: Vec::new(),
+                preempted: Vec::new(),
+                budgets,
+            },
         };
         for pod in pods {
             if pod.spec.node_name.is_empty() {
@@ -112,16 +117,17 @@ impl Engine {
     /// start time and deletion timestamp count).
     fn place_bound(&mut self, mut pod: Pod, classes: &Classes) {
         let key = format!("{}/{}", pod.metadata.namespace, pod.metadata.name);
+        let notes = &mut self.world.notes;
         if pod.status.phase.is_terminal() {
-            self.notes.push(format!(
+            notes.push(format!(
                 "pod {key} has ended ({}); it does not occupy node {}",
                 pod.status.phase.as_str(),
                 pod.spec.node_name
             ));
             return;
         }
-        if self.snapshot.node(&pod.spec.node_name).is_none() {
-            self.notes.push(format!(
+        if self.scheduler.snapshot.node(&pod.spec.node_name).is_none() {
+            notes.push(format!(
                 "pod {key} is bound to node {}, which does not exist; left out",
                 pod.spec.node_name
             ));
@@ -130,238 +136,195 @@ impl Engine {
         admission::apply_defaults(&mut pod);
         if pod.spec.priority.is_none() {
             if let Err(e) = admission::resolve_priority(&mut pod, classes) {
-                self.notes
-                    .push(format!("pod {key}: {e}; counted with priority 0"));
+                notes.push(format!("pod {key}: {e}; counted with priority 0"));
                 pod.spec.priority = Some(0);
             }
         }
         if let Err(e) = admission::apply_runtime_class(&mut pod, classes) {
-            self.notes
-                .push(format!("pod {key}: {e}; placed without its RuntimeClass"));
+            notes.push(format!("pod {key}: {e}; placed without its RuntimeClass"));
         }
         let node = pod.spec.node_name.clone();
-        self.budgets.pod_bound(&pod);
-        self.snapshot
+        self.world.budgets.pod_bound(&pod);
+        self.scheduler
+            .snapshot
             .add_pod(&node, Arc::new(PodInfo::new(Arc::new(pod))));
     }
 
     /// A pod to schedule: admitted and queued, or recorded as refused.
     fn admit_pending(&mut self, mut pod: Pod, classes: &Classes) {
-        let index = self.outcomes.len();
-        self.outcomes.push(PodOutcome {
+        let world = &mut self.world;
+        let index = world.outcomes.len();
+        world.outcomes.push(PodOutcome {
             // The catalog has defaulted the namespace already.
             namespace: pod.metadata.namespace.clone(),
             name: pod.metadata.name.clone(),
             node: None,
             preempted: Vec::new(),
             message: None,
-            nodes: self.explain.then(BTreeMap::new),
+            nodes: world.explain.then(BTreeMap::new),
+            attempts: world.explain.then(Vec::new),
         });
         if let Err(e) = admission::admit_pending_pod(&mut pod, classes, &AdmissionConfig::default())
         {
-            self.outcomes[index].message = Some(e.to_string());
+            world.outcomes[index].message = Some(e.to_string());
             return;
         }
         let scheduler = &pod.spec.scheduler_name;
-        if self.profiles.get(scheduler).is_none() {
-            self.outcomes[index].message =
+        if self.scheduler.profiles.get(scheduler).is_none() {
+            world.outcomes[index].message =
                 Some(format!("no scheduler profile named \"{scheduler}\""));
             return;
         }
         let uid = pod.metadata.uid.clone();
-        self.entries.insert(uid.clone(), index);
-        self.queue
-            .add(Arc::new(PodInfo::new(Arc::new(pod))), self.now);
-        if self.queue.is_gated(&uid) {
-            self.outcomes[index].message = Some(MESSAGE_SCHEDULING_GATED.to_string());
+        world.entries.insert(uid.clone(), index);
+        self.scheduler
+            .pod_pending(Arc::new(PodInfo::new(Arc::new(pod))), None, world.now);
+        if self.scheduler.queue.is_gated(&uid) {
+            world.outcomes[index].message = Some(MESSAGE_SCHEDULING_GATED.to_string());
         }
     }
 
     /// Schedules until no pod can make progress; returns the outcome.
     pub fn run(mut self) -> SimOutput {
         loop {
-            self.queue.flush_unschedulable_leftover(self.now);
-            if let Some(queued) = self.queue.pop(self.now) {
-                self.attempt(queued);
-                continue;
-            }
-            match self.queue.next_wakeup() {
-                Some(wakeup) if wakeup > self.now => self.now = wakeup,
-                _ => break,
+            match self.scheduler.schedule_one(&mut self.world) {
+                Some(Attempt::Bound { .. }) => self.changed(),
+                Some(Attempt::Preempted { victims, .. }) if victims > 0 => self.changed(),
+                Some(_) => {}
+                None => match self.scheduler.queue.next_wakeup() {
+                    Some(wakeup) if wakeup > self.world.now => self.world.now = wakeup,
+                    _ => break,
+                },
             }
         }
         SimOutput {
-            pods: self.outcomes,
-            evicted: self.evicted,
-            notes: self.notes,
+            pods: self.world.outcomes,
+            evicted: self.world.evicted,
+            notes: self.world.notes,
         }
     }
 
-    /// One scheduling attempt of a popped pod.
-    fn attempt(&mut self, mut queued: QueuedPod) {
-        let uid = queued.info.uid().to_string();
-        if self.failed_in.get(&uid) == Some(&self.generation) {
-            self.set_aside.push(queued);
-            return;
-        }
-        let scheduler = queued.info.pod.spec.scheduler_name.clone();
-        if self.profiles.get(&scheduler).is_none() {
-            // Admission only queues pods whose profile exists.
-            return;
-        }
-        let started_in = self.generation;
-        let placed = self.place_nominated_pods(&queued.info);
-        let profile = self
-            .profiles
-            .get(&scheduler)
-            .expect("the profile was found above");
-        let result = self.algorithm.schedule(
-            profile,
-            &self.snapshot,
-            &queued.info,
-            &ScheduleOptions {
-                explain: self.explain,
-            },
-        );
-        for uid in placed {
-            self.snapshot.remove_pod(&uid);
-        }
-        let message = result.failure_message();
-        match result {
-            ScheduleResult::Scheduled {
-                node, explanation, ..
-            } => self.bind(&queued.info, node, explanation),
-            ScheduleResult::Unschedulable {
-                diagnosis,
-                nomination,
-                explanation,
-                ..
-            } => {
-                self.record_failure(&uid, message, explanation);
-                match nomination {
-                    Some(nomination) => {
-                        let preemptor = queued.info.key();
-                        for victim in &nomination.victims {
-                            self.evict(victim, &preemptor, &nomination.node, &uid);
-                        }
-                        queued.info = with_nomination(&queued.info, &nomination.node);
-                        self.nominated
-                            .insert(uid.clone(), (nomination.node, queued.info.clone()));
-                    }
-                    None => {
-                        if self.nominated.remove(&uid).is_some() {
-                            queued.info = with_nomination(&queued.info, "");
-                        }
-                    }
-                }
-                self.failed_in.insert(uid, started_in);
-                self.queue
-                    .add_unschedulable(queued, diagnosis.unschedulable_plugins, self.now);
-            }
-            ScheduleResult::Error(_) => {
-                self.record_failure(&uid, message, None);
-                self.failed_in.insert(uid, started_in);
-                self.queue.requeue_after_error(queued, self.now);
-            }
-        }
-    }
-
-    /// Puts the pods nominated to nodes, of at least `pod`'s priority, on those nodes for
-    /// the length of `pod`'s cycle; returns their uids.
-    fn place_nominated_pods(&mut self, pod: &PodInfo) -> Vec<String> {
-        let mut placed = Vec::new();
-        for (uid, (node, info)) in &self.nominated {
-            if uid != pod.uid()
-                && info.priority >= pod.priority
-                && self.snapshot.add_pod(node, info.clone())
-            {
-                placed.push(uid.clone());
-            }
-        }
-        placed
-    }
-
-    fn record_failure(
-        &mut self,
-        uid: &str,
-        message: Option<String>,
-        explanation: Option<Explanation>,
-    ) {
-        if let Some(&index) = self.entries.get(uid) {
-            let outcome = &mut self.outcomes[index];
-            outcome.node = None;
-            outcome.message = message;
-            if let Some(explanation) = explanation {
-                outcome.nodes = Some(node_outcomes(explanation));
-            }
-        }
-    }
-
-    /// Binds a pod at once and tells the queue.
-    fn bind(&mut self, info: &PodInfo, node: String, explanation: Option<Explanation>) {
-        let uid = info.uid().to_string();
-        let mut pod = (*info.pod).clone();
-        pod.spec.node_name = node.clone();
-        pod.status.nominated_node_name.clear();
-        self.budgets.pod_bound(&pod);
-        self.snapshot
-            .add_pod(&node, Arc::new(PodInfo::new(Arc::new(pod))));
-        self.nominated.remove(&uid);
-        if let Some(&index) = self.entries.get(&uid) {
-            let outcome = &mut self.outcomes[index];
-            outcome.node = Some(node);
-            outcome.message = None;
-            if let Some(explanation) = explanation {
-                outcome.nodes = Some(node_outcomes(explanation));
-            }
-        }
-        self.changed(ClusterEvent::PodAdded);
-    }
-
-    /// Evicts a victim of `preemptor`'s preemption on `node`.
-    fn evict(&mut self, victim: &Victim, preemptor: &str, node: &str, preemptor_uid: &str) {
-        let Some((_, removed)) = self.snapshot.remove_pod(&victim.uid) else {
-            return;
-        };
-        let key = removed.key();
-        self.budgets.pod_removed(&removed.pod);
-        self.evicted.push(key.clone());
-        if let Some(&index) = self.entries.get(preemptor_uid) {
-            self.outcomes[index].preempted.push(key);
-        }
-        if let Some(&index) = self.entries.get(&victim.uid) {
-            let outcome = &mut self.outcomes[index];
-            outcome.node = None;
-            outcome.message = Some(format!("preempted by {preemptor} on node {node}"));
-        }
-        self.changed(ClusterEvent::PodDeleted);
-    }
-
-    /// The cluster changed: budgets are recounted, pods waiting for such an event move,
-    /// and pods set aside get another chance.
-    fn changed(&mut self, event: ClusterEvent) {
-        self.generation += 1;
+    /// The cluster changed: budgets are recounted and pods set aside get another chance
+    /// (the attempt itself told the queue of the event).
+    fn changed(&mut self) {
         self.publish_budgets();
-        self.queue.move_all_to_active_or_backoff(event, self.now);
-        for queued in std::mem::take(&mut self.set_aside) {
-            self.queue.requeue_after_error(queued, self.now);
+        for queued in std::mem::take(&mut self.world.set_aside) {
+            self.scheduler
+                .queue
+                .requeue_after_error(queued, self.world.now);
         }
     }
 
     fn publish_budgets(&mut self) {
-        if !self.budgets.is_empty() {
-            self.snapshot.set_disruption_budgets(self.budgets.current());
+        if !self.world.budgets.is_empty() {
+            self.scheduler
+                .snapshot
+                .set_disruption_budgets(self.world.budgets.current());
         }
     }
 }
 
-/// The pod with `status.nominatedNodeName` set to `node` (cleared when empty).
-fn with_nomination(info: &PodInfo, node: &str) -> Arc<PodInfo> {
-    let mut pod = (*info.pod).clone();
-    pod.status.nominated_node_name = node.to_string();
-    Arc::new(PodInfo::new(Arc::new(pod)))
+impl World {
+    fn outcome(&mut self, uid: &str) -> Option<&mut PodOutcome> {
+        let index = *self.entries.get(uid)?;
+        Some(&mut self.outcomes[index])
+    }
+
+    /// Records an attempt of `uid` in its history (with `--explain`).
+    fn record_attempt(
+        &mut self,
+        uid: &str,
+        explanation: Option<Explanation>,
+        nominated: Option<String>,
+    ) {
+        let preempted = std::mem::take(&mut self.preempted);
+        let Some(outcome) = self.outcome(uid) else {
+            return;
+        };
+        let Some(attempts) = outcome.attempts.as_mut() else {
+            return;
+        };
+        let nodes = explanation.map(node_outcomes).unwrap_or_default();
+        attempts.push(AttemptOutcome {
+            nodes: nodes.clone(),
+            preempted,
+            nominated,
+        });
+        outcome.nodes = Some(nodes);
+    }
 }
 
+impl Cluster for World {
+    fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// A pod that failed and is popped again before anything changed would fail the same
+    /// way: it is set aside until the next change.
+    fn begin(&mut self, queued: QueuedPod) -> Option<QueuedPod> {
+        if self.failed_in.get(queued.info.uid()) == Some(&self.generation) {
+            self.set_aside.push(queued);
+            return None;
+        }
+        self.started_in = self.generation;
+        self.preempted.clear();
+        Some(queued)
+    }
+
+    fn bind(&mut self, pod: &Arc<PodInfo>, node: &str, explanation: Option<Explanation>) {
+        let mut bound = (*pod.pod).clone();
+        bound.spec.node_name = node.to_string();
+        self.budgets.pod_bound(&bound);
+        self.generation += 1;
+        let uid = pod.uid();
+        self.record_attempt(uid, explanation, None);
+        if let Some(outcome) = self.outcome(uid) {
+            outcome.node = Some(node.to_string());
+            outcome.message = None;
+        }
+    }
+
+    fn evict(&mut self, preemptor: &PodInfo, node: &str, victims: &[Arc<PodInfo>]) {
+        let by = preemptor.key();
+        for victim in victims {
+            let key = victim.key();
+            self.budgets.pod_removed(&victim.pod);
+            self.generation += 1;
+            self.evicted.push(key.clone());
+            self.preempted.push(key.clone());
+            if let Some(outcome) = self.outcome(preemptor.uid()) {
+                outcome.preempted.push(key);
+            }
+            if let Some(outcome) = self.outcome(victim.uid()) {
+                outcome.node = None;
+                outcome.message = Some(format!("preempted by {by} on node {node}"));
+            }
+        }
+    }
+
+    fn mark_unschedulable(&mut self, pod: &PodInfo, failure: Failure) {
+        let uid = pod.uid();
+        let nominated = match failure.nomination {
+            NominationChange::Set(node) => Some(node),
+            NominationChange::Clear => None,
+            NominationChange::Keep => {
+                Some(pod.pod.status.nominated_node_name.clone()).filter(|node| !node.is_empty())
+            }
+        };
+        let explained = failure.explanation.is_some();
+        let previous = self.outcome(uid).and_then(|o| o.nodes.clone());
+        self.record_attempt(uid, failure.explanation, nominated);
+        if let Some(outcome) = self.outcome(uid) {
+            outcome.node = None;
+            outcome.message = Some(failure.message);
+            if !explained {
+                // An error explains nothing: the last verdicts stand.
+                outcome.nodes = previous;
+            }
+        }
+        self.failed_in.insert(uid.to_string(), self.started_in);
+    }
+}
 /// The cycle's explanation in the output's shape.
 fn node_outcomes(explanation: Explanation) -> BTreeMap<String, NodeOutcome> {
     explanation

@@ -31,7 +31,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use berth_model::model::{IntOrStringError, Object};
+use berth_model::model::Object;
 use berth_model::validate::ValidationErrors;
 use serde::{Deserialize, Serialize};
 
@@ -50,7 +50,7 @@ pub struct SimOptions {
     /// Seeds the tie-breaking between equally good nodes and the random suffixes of the
     /// names of generated pods: one seed, one result.
     pub seed: u64,
-    /// Record every node's verdict and score for each pod's last attempt.
+    /// Record every node's verdict and score for each attempt of each pod.
     pub explain: bool,
     /// The scheduler profiles (from a KubeSchedulerConfiguration, or the default profile).
     pub profiles: Profiles,
@@ -99,6 +99,22 @@ pub struct PodOutcome {
     /// or the last failure), by node name; empty when the pod was never attempted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<BTreeMap<String, NodeOutcome>>,
+    /// With `explain`: every scheduling attempt of the pod, in order (a pod that preempted
+    /// shows first why nothing fitted, then where it went); empty when never attempted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Vec<AttemptOutcome>>,
+}
+
+/// One scheduling attempt of a pod, with `explain`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AttemptOutcome {
+    /// Every node's verdict in this attempt (empty when a plugin failed).
+    pub nodes: BTreeMap<String, NodeOutcome>,
+    /// Pods this attempt's preemption evicted, as `namespace/name`.
+    pub preempted: Vec<String>,
+    /// The node the pod was nominated to after this attempt (its preemption's node, or an
+    /// earlier nomination it keeps); null otherwise, and for the attempt that bound it.
+    pub nominated: Option<String>,
 }
 
 impl PodOutcome {
@@ -180,7 +196,7 @@ pub enum SimError {
         key: String,
         /// Why.
         #[source]
-        source: IntOrStringError,
+        source: crate::disruption::BudgetError,
     },
 }
 

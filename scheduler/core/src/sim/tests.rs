@@ -926,7 +926,26 @@ fn json_shape_is_the_contract() {
             "nodes": {
                 "n1": {"feasible": false, "reasons": ["node(s) didn't match Pod's node affinity/selector"]},
                 "n2": {"feasible": true, "score": web["nodes"]["n2"]["score"].clone()}
-            }
+            },
+            // The pod preempted: first nothing fitted, then it went to its nominated node.
+            "attempts": [
+                {
+                    "nodes": {
+                        "n1": {"feasible": false, "reasons": ["node(s) didn't match Pod's node affinity/selector"]},
+                        "n2": {"feasible": false, "reasons": ["Insufficient cpu"]}
+                    },
+                    "preempted": ["default/low-2"],
+                    "nominated": "n2"
+                },
+                {
+                    "nodes": {
+                        "n1": {"feasible": false, "reasons": ["node(s) didn't match Pod's node affinity/selector"]},
+                        "n2": {"feasible": true, "score": web["nodes"]["n2"]["score"].clone()}
+                    },
+                    "preempted": [],
+                    "nominated": null
+                }
+            ]
         })
     );
     assert!(web["nodes"]["n2"]["score"].is_i64());
@@ -952,14 +971,16 @@ fn json_shape_is_the_contract() {
         "\"preempted\"",
         "\"message\"",
         "\"nodes\"",
+        "\"attempts\"",
     ]
     .iter()
     .map(|k| text.find(k).unwrap_or_else(|| panic!("{k} in {text}")))
     .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
-    // Without explain there is no `nodes` key.
+    // Without explain there is no `nodes` key, and no `attempts`.
     let plain = serde_json::to_value(simulate(&yaml, false, 1)).expect("serializes");
     assert!(plain["pods"][0].get("nodes").is_none());
+    assert!(plain["pods"][0].get("attempts").is_none());
 }
 
 #[test]

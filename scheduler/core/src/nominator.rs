@@ -1,0 +1,241 @@
+//! The nominator (kube's `nominator`): the pods that a preemption nominated to a node and
+//! that have not been bound yet. The cycle counts them on their node when it filters pods of
+//! equal or lower priority ([`crate::framework::run_filters_with_nominated_pods`]), so the
+//! room a preemption freed is held for its preemptor instead of going to the next pod.
+//!
+//! A nomination starts when a preemption nominates the pod, or when a pending pod is seen
+//! with `status.nominatedNodeName` set (after a restart); it ends when the pod is bound
+//! (assumed), deleted, or a later attempt of the pod ends without a nomination.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use berth_model::model::Pod;
+
+use crate::framework::{NominatedPods, PodInfo};
+
+/// The nominated pods, by node and by uid.
+#[derive(Clone, Debug, Default)]
+pub struct Nominator {
+    /// Node name → the pods nominated there, in nomination order.
+    by_node: HashMap<String, Vec<Arc<PodInfo>>>,
+    /// uid → node name.
+    node_of: HashMap<String, String>,
+}
+
+impl Nominator {
+    /// No nomination.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Nominates `pod` to `node`, replacing any earlier nomination of it.
+    pub fn add(&mut self, pod: Arc<PodInfo>, node: &str) {
+        self.remove(pod.uid());
+        self.node_of.insert(pod.uid().to_string(), node.to_string());
+        self.by_node.entry(node.to_string()).or_default().push(pod);
+    }
+
+    /// Ends the pod's nomination; returns the node it was nominated to.
+    pub fn remove(&mut self, uid: &str) -> Option<String> {
+        let node = self.node_of.remove(uid)?;
+        if let Some(pods) = self.by_node.get_mut(&node) {
+            pods.retain(|p| p.uid() != uid);
+            if pods.is_empty() {
+                self.by_node.remove(&node);
+            }
+        }
+        Some(node)
+    }
+
+    /// A pending pod was added or changed in the store (kube's `UpdateNominatedPod`): its
+    /// nomination follows `status.nominatedNodeName`, except that a version that has none,
+    /// after an `old` version that had none either, keeps the nomination made in memory (the
+    /// write that records it has not arrived yet). Bound pods hold no nomination.
+    pub fn pod_updated(&mut self, old: Option<&Pod>, pod: Arc<PodInfo>) {
+        let written = &pod.pod.status.nominated_node_name;
+        let node = if !pod.pod.spec.node_name.is_empty() {
+            None
+        } else if !written.is_empty() {
+            Some(written.clone())
+        } else if old.is_none_or(|old| old.status.nominated_node_name.is_empty()) {
+            self.node_of.get(pod.uid()).cloned()
+        } else {
+            None
+        };
+        match node {
+            Some(node) => self.add(pod, &node),
+            None => {
+                self.remove(pod.uid());
+            }
+        }
+    }
+
+    /// The node `uid` is nominated to.
+    pub fn node_of(&self, uid: &str) -> Option<&str> {
+        self.node_of.get(uid).map(String::as_str)
+    }
+
+    /// Number of nominated pods.
+    pub fn len(&self) -> usize {
+        self.node_of.len()
+    }
+
+    /// Whether no pod is nominated.
+    pub fn is_empty(&self) -> bool {
+        self.node_of.is_empty()
+    }
+
+    /// What `pod`'s cycle must count (kube's `addGENominatedPods`): on each node, the pods
+    /// nominated there with a priority equal to or higher than `pod`'s, `pod` itself
+    /// excepted. None when there are none.
+    pub fn for_cycle(&self, pod: &PodInfo) -> Option<Arc<NominatedPods>> {
+        let mut by_node: HashMap<String, Vec<Arc<PodInfo>>> = HashMap::new();
+        for (node, pods) in &self.by_node {
+            let counted: Vec<Arc<PodInfo>> = pods
+                .iter()
+                .filter(|p| p.priority >= pod.priority && p.uid() != pod.uid())
+                .cloned()
+                .collect();
+            if !counted.is_empty() {
+                by_node.insert(node.clone(), counted);
+            }
+        }
+        (!by_node.is_empty()).then(|| Arc::new(NominatedPods::new(by_node)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testing::PodBuilder;
+
+    fn info(pod: Pod) -> Arc<PodInfo> {
+        Arc::new(PodInfo::new(Arc::new(pod)))
+    }
+
+    fn nominated(name: &str, priority: i32, node: &str) -> Pod {
+        let mut pod = PodBuilder::new(name).priority(priority).build();
+        pod.status.nominated_node_name = node.into();
+        pod
+    }
+
+    /// The nodes each pod's cycle counts nominated pods on, as `node:name` sorted.
+    fn counted(nominator: &Nominator, pod: &Pod) -> Vec<String> {
+        let Some(n) = nominator.for_cycle(&info(pod.clone())) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = ["n1", "n2"]
+            .iter()
+            .flat_map(|node| {
+                n.on(node)
+                    .iter()
+                    .map(move |p| format!("{node}:{}", p.pod.metadata.name))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn cycles_count_nominated_pods_of_equal_or_higher_priority() {
+        let mut nominator = Nominator::new();
+        nominator.add(info(nominated("high", 10, "n1")), "n1");
+        nominator.add(info(nominated("mid", 5, "n2")), "n2");
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            want: Vec<&'static str>,
+        }
+        let cases = [
+            Case {
+                name: "lower priority counts both",
+                pod: PodBuilder::new("low").priority(1).build(),
+                want: vec!["n1:high", "n2:mid"],
+            },
+            Case {
+                name: "equal priority counts the pod of that priority",
+                pod: PodBuilder::new("other").priority(5).build(),
+                want: vec!["n1:high", "n2:mid"],
+            },
+            Case {
+                name: "higher priority counts none",
+                pod: PodBuilder::new("top").priority(11).build(),
+                want: vec![],
+            },
+            Case {
+                name: "a pod does not count itself",
+                pod: nominated("high", 10, "n1"),
+                want: vec![],
+            },
+        ];
+        for case in cases {
+            assert_eq!(counted(&nominator, &case.pod), case.want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn nominations_follow_the_store_but_survive_a_late_write() {
+        struct Case {
+            name: &'static str,
+            in_memory: Option<&'static str>,
+            old: Option<&'static str>,
+            new: &'static str,
+            bound: bool,
+            want: Option<&'static str>,
+        }
+        let cases = [
+            Case {
+                name: "a written nomination is taken",
+                in_memory: None,
+                old: None,
+                new: "n2",
+                bound: false,
+                want: Some("n2"),
+            },
+            Case {
+                name: "the in-memory nomination survives a version without one",
+                in_memory: Some("n1"),
+                old: Some(""),
+                new: "",
+                bound: false,
+                want: Some("n1"),
+            },
+            Case {
+                name: "a nomination removed in the store ends",
+                in_memory: Some("n1"),
+                old: Some("n1"),
+                new: "",
+                bound: false,
+                want: None,
+            },
+            Case {
+                name: "a bound pod holds no nomination",
+                in_memory: Some("n1"),
+                old: Some("n1"),
+                new: "n1",
+                bound: true,
+                want: None,
+            },
+        ];
+        for case in cases {
+            let mut nominator = Nominator::new();
+            if let Some(node) = case.in_memory {
+                nominator.add(info(nominated("p", 10, node)), node);
+            }
+            let old = case.old.map(|node| nominated("p", 10, node));
+            let mut new = nominated("p", 10, case.new);
+            if case.bound {
+                new.spec.node_name = "n1".into();
+            }
+            nominator.pod_updated(old.as_ref(), info(new));
+            assert_eq!(nominator.node_of("default-p"), case.want, "{}", case.name);
+            assert_eq!(
+                nominator.len(),
+                usize::from(case.want.is_some()),
+                "{}",
+                case.name
+            );
+        }
+    }
+}
