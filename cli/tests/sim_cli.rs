@@ -277,13 +277,18 @@ default/big:
     assert_eq!(text, want);
 }
 
-/// The README's walkthrough (docs/sim-example.yaml) gives the outcome the README shows.
-#[tokio::test]
-async fn the_readme_walkthrough_holds() {
+/// `berth sim --explain` of the README's walkthrough (docs/sim-example.yaml), as JSON.
+async fn readme_example() -> serde_json::Value {
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/sim-example.yaml");
     let (code, out, err) = berth(&["sim", "-f", example, "--seed", "1", "--explain"]).await;
     assert_eq!(code, ExitCode::SUCCESS, "stderr: {err}");
-    let got: serde_json::Value = serde_json::from_str(&out).expect("JSON output");
+    serde_json::from_str(&out).expect("JSON output")
+}
+
+/// The README's walkthrough (docs/sim-example.yaml) gives the outcome the README shows.
+#[tokio::test]
+async fn the_readme_walkthrough_holds() {
+    let got = readme_example().await;
     let placed: Vec<(&str, &str)> = got["pods"]
         .as_array()
         .expect("pods")
@@ -310,10 +315,7 @@ async fn the_readme_walkthrough_holds() {
 /// infeasible (and its victims and nomination), the last with the node it went to.
 #[tokio::test]
 async fn explain_lists_each_attempt_of_a_preemptor() {
-    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/sim-example.yaml");
-    let (code, out, err) = berth(&["sim", "-f", example, "--seed", "1", "--explain"]).await;
-    assert_eq!(code, ExitCode::SUCCESS, "stderr: {err}");
-    let got: serde_json::Value = serde_json::from_str(&out).expect("JSON output");
+    let got = readme_example().await;
     let api = &got["pods"][1];
     assert_eq!(api["name"], "api");
     let attempts = api["attempts"].as_array().expect("attempts with --explain");

@@ -440,17 +440,18 @@ mod tests {
         }
     }
 
+    /// n1 (4 cpu) runs `low` (priority 0, 3 cpu); `high` (priority 10, 3 cpu) is pending.
+    fn low_pod_and_a_preemptor() -> (Scheduler, Harness) {
+        let low = PodBuilder::new("low").priority(0).cpu_millis(3000);
+        let (mut s, h) = scheduler(&[NodeBuilder::new("n1").cpu_millis(4000).with_pod(low).info()]);
+        let high = PodBuilder::new("high").priority(10).cpu_millis(3000);
+        pending(&mut s, high, "", h.now);
+        (s, h)
+    }
+
     #[test]
     fn a_preemptor_keeps_the_room_it_freed_and_binds_there() {
-        let low = PodBuilder::new("low").priority(0).cpu_millis(3000);
-        let (mut s, mut h) =
-            scheduler(&[NodeBuilder::new("n1").cpu_millis(4000).with_pod(low).info()]);
-        pending(
-            &mut s,
-            PodBuilder::new("high").priority(10).cpu_millis(3000),
-            "",
-            h.now,
-        );
+        let (mut s, mut h) = low_pod_and_a_preemptor();
         let got = run_all(&mut s, &mut h);
         assert_eq!(
             got,
@@ -465,15 +466,7 @@ mod tests {
 
         // A pod of lower priority arriving between the preemption and the bind does not
         // take the room.
-        let low = PodBuilder::new("low").priority(0).cpu_millis(3000);
-        let (mut s, mut h) =
-            scheduler(&[NodeBuilder::new("n1").cpu_millis(4000).with_pod(low).info()]);
-        pending(
-            &mut s,
-            PodBuilder::new("high").priority(10).cpu_millis(3000),
-            "",
-            h.now,
-        );
+        let (mut s, mut h) = low_pod_and_a_preemptor();
         assert_eq!(
             s.schedule_one(&mut h),
             Some(Attempt::Preempted {

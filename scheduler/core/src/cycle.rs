@@ -8,6 +8,8 @@
 //! The cycle only decides: it returns a [`ScheduleResult`], and the caller assumes, binds,
 //! evicts victims and requeues.
 
+use std::sync::Arc;
+
 use berth_model::model::PreemptionPolicy;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -16,8 +18,9 @@ use std::collections::{BTreeMap, HashSet};
 use tracing::field::Empty;
 
 use crate::framework::{
-    run_filters_with_nominated_pods, Code, CycleState, Diagnosis, NodeInfo, Nomination,
-    PluginError, PodInfo, PostFilterOutcome, PreFilterOutcome, Rejection, Snapshot, MAX_NODE_SCORE,
+    run_filters_with_nominated_pods, Code, CycleState, Diagnosis, NodeInfo, NominatedPods,
+    Nomination, PluginError, PodInfo, PostFilterOutcome, PreFilterOutcome, Rejection, Snapshot,
+    MAX_NODE_SCORE,
 };
 use crate::nominator::Nominator;
 use crate::profile::Profile;
@@ -189,7 +192,8 @@ impl Algorithm {
             node = Empty
         );
         let _entered = span.enter();
-        let result = self.schedule_pod(profile, snapshot, nominator, pod, options);
+        let nominated = nominator.for_cycle(pod);
+        let result = self.schedule_pod(profile, snapshot, nominated, pod, options);
         match &result {
             ScheduleResult::Scheduled { node, .. } => {
                 span.record("node", node.as_str());
@@ -208,13 +212,13 @@ impl Algorithm {
         &mut self,
         profile: &Profile,
         snapshot: &Snapshot,
-        nominator: &Nominator,
+        nominated: Option<Arc<NominatedPods>>,
         pod: &PodInfo,
         options: &ScheduleOptions,
     ) -> ScheduleResult {
         let mut state = CycleState::new();
         state.evaluate_all_nodes = options.explain;
-        if let Some(nominated) = nominator.for_cycle(pod) {
+        if let Some(nominated) = nominated {
             state.insert(nominated);
         }
         if snapshot.is_empty() {

@@ -142,100 +142,95 @@ mod tests {
         let mut nominator = Nominator::new();
         nominator.add(info(nominated("high", 10, "n1")), "n1");
         nominator.add(info(nominated("mid", 5, "n2")), "n2");
-        struct Case {
-            name: &'static str,
-            pod: Pod,
-            want: Vec<&'static str>,
-        }
-        let cases = [
-            Case {
-                name: "lower priority counts both",
-                pod: PodBuilder::new("low").priority(1).build(),
-                want: vec!["n1:high", "n2:mid"],
-            },
-            Case {
-                name: "equal priority counts the pod of that priority",
-                pod: PodBuilder::new("other").priority(5).build(),
-                want: vec!["n1:high", "n2:mid"],
-            },
-            Case {
-                name: "higher priority counts none",
-                pod: PodBuilder::new("top").priority(11).build(),
-                want: vec![],
-            },
-            Case {
-                name: "a pod does not count itself",
-                pod: nominated("high", 10, "n1"),
-                want: vec![],
-            },
+        let both = vec!["n1:high", "n2:mid"];
+        // (case, the pod of the cycle, the nominated pods it counts)
+        let cases: [(&str, Pod, Vec<&str>); 4] = [
+            (
+                "lower priority counts both",
+                PodBuilder::new("low").priority(1).build(),
+                both.clone(),
+            ),
+            (
+                "equal priority counts the pod of that priority",
+                PodBuilder::new("other").priority(5).build(),
+                both,
+            ),
+            (
+                "higher priority counts none",
+                PodBuilder::new("top").priority(11).build(),
+                vec![],
+            ),
+            (
+                "a pod does not count itself",
+                nominated("high", 10, "n1"),
+                vec![],
+            ),
         ];
-        for case in cases {
-            assert_eq!(counted(&nominator, &case.pod), case.want, "{}", case.name);
+        for (name, pod, want) in cases {
+            assert_eq!(counted(&nominator, &pod), want, "{name}");
         }
     }
 
     #[test]
     fn nominations_follow_the_store_but_survive_a_late_write() {
-        struct Case {
-            name: &'static str,
-            in_memory: Option<&'static str>,
-            old: Option<&'static str>,
-            new: &'static str,
-            bound: bool,
-            want: Option<&'static str>,
-        }
-        let cases = [
-            Case {
-                name: "a written nomination is taken",
-                in_memory: None,
-                old: None,
-                new: "n2",
-                bound: false,
-                want: Some("n2"),
-            },
-            Case {
-                name: "the in-memory nomination survives a version without one",
-                in_memory: Some("n1"),
-                old: Some(""),
-                new: "",
-                bound: false,
-                want: Some("n1"),
-            },
-            Case {
-                name: "a nomination removed in the store ends",
-                in_memory: Some("n1"),
-                old: Some("n1"),
-                new: "",
-                bound: false,
-                want: None,
-            },
-            Case {
-                name: "a bound pod holds no nomination",
-                in_memory: Some("n1"),
-                old: Some("n1"),
-                new: "n1",
-                bound: true,
-                want: None,
-            },
+        // (case, nomination in memory, nominatedNodeName of the version seen before (None:
+        // none seen), of the new version, whether the new version is bound, the nomination
+        // after)
+        type Case = (
+            &'static str,
+            Option<&'static str>,
+            Option<&'static str>,
+            &'static str,
+            bool,
+            Option<&'static str>,
+        );
+        let cases: [Case; 4] = [
+            (
+                "a written nomination is taken",
+                None,
+                None,
+                "n2",
+                false,
+                Some("n2"),
+            ),
+            (
+                "the in-memory nomination survives a version without one",
+                Some("n1"),
+                Some(""),
+                "",
+                false,
+                Some("n1"),
+            ),
+            (
+                "a nomination removed in the store ends",
+                Some("n1"),
+                Some("n1"),
+                "",
+                false,
+                None,
+            ),
+            (
+                "a bound pod holds no nomination",
+                Some("n1"),
+                Some("n1"),
+                "n1",
+                true,
+                None,
+            ),
         ];
-        for case in cases {
+        for (name, in_memory, old, new, bound, want) in cases {
             let mut nominator = Nominator::new();
-            if let Some(node) = case.in_memory {
+            if let Some(node) = in_memory {
                 nominator.add(info(nominated("p", 10, node)), node);
             }
-            let old = case.old.map(|node| nominated("p", 10, node));
-            let mut new = nominated("p", 10, case.new);
-            if case.bound {
+            let old = old.map(|node| nominated("p", 10, node));
+            let mut new = nominated("p", 10, new);
+            if bound {
                 new.spec.node_name = "n1".into();
             }
             nominator.pod_updated(old.as_ref(), info(new));
-            assert_eq!(nominator.node_of("default-p"), case.want, "{}", case.name);
-            assert_eq!(
-                nominator.len(),
-                usize::from(case.want.is_some()),
-                "{}",
-                case.name
-            );
+            assert_eq!(nominator.node_of("default-p"), want, "{name}");
+            assert_eq!(nominator.len(), usize::from(want.is_some()), "{name}");
         }
     }
 }
