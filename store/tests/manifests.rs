@@ -3,7 +3,8 @@
 //! YAML and JSON round trips, pass validation, and come back unchanged from the store.
 
 use berth_proto::model::{
-    DeploymentStrategyType, IntOrString, Kind, Object, ResourceQuotaScope, ScopeSelectorOperator,
+    DeploymentStrategyType, IntOrString, Kind, LabelSelector, Object, ResourceQuotaScope,
+    ScopeSelectorOperator,
 };
 use berth_proto::validate::validate_object;
 use berth_proto::Quantity;
@@ -31,6 +32,11 @@ fn json(object: &Object) -> serde_json::Value {
 
 fn yaml(object: &Object) -> String {
     serde_yaml_ng::to_string(&json(object)).expect("JSON values serialize to YAML")
+}
+
+/// The value a selector's `matchLabels` gives `key`; the selector must be set.
+fn match_label<'a>(selector: &'a Option<LabelSelector>, key: &str) -> &'a str {
+    &selector.as_ref().expect("a selector").match_labels[key]
 }
 
 fn q(s: &str) -> Quantity {
@@ -69,36 +75,14 @@ fn cases() -> Vec<Case> {
     vec![
         Case {
             name: "namespace (namespaces walkthrough)",
-            manifest: r#"
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: development
-  labels:
-    name: development
-"#,
+            manifest: include_str!("manifests/namespace-walkthrough.yaml"),
             want: expect!(Namespace, |ns| {
                 assert_eq!(ns.metadata.labels["name"], "development");
             }),
         },
         Case {
             name: "namespace as kubectl get -o yaml prints it",
-            manifest: r#"
-apiVersion: v1
-kind: Namespace
-metadata:
-  creationTimestamp: "2024-05-01T10:00:00Z"
-  labels:
-    kubernetes.io/metadata.name: team-a
-  name: team-a
-  resourceVersion: "193"
-  uid: 6f1a2b3c-0000-4000-8000-000000000001
-spec:
-  finalizers:
-  - kubernetes
-status:
-  phase: Active
-"#,
+            manifest: include_str!("manifests/namespace-kubectl.yaml"),
             want: expect!(Namespace, |ns| {
                 assert_eq!(ns.metadata.labels["kubernetes.io/metadata.name"], "team-a");
                 assert_eq!(ns.phase(), "Active");
@@ -106,24 +90,7 @@ status:
         },
         Case {
             name: "runtime class (pod overhead)",
-            manifest: r#"
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata:
-  name: kata-fc
-handler: kata-fc
-overhead:
-  podFixed:
-    memory: "120Mi"
-    cpu: "250m"
-scheduling:
-  nodeSelector:
-    runtime: kata-fc
-  tolerations:
-  - key: kata
-    operator: Exists
-    effect: NoSchedule
-"#,
+            manifest: include_str!("manifests/runtime-class-overhead.yaml"),
             want: expect!(RuntimeClass, |rc| {
                 let overhead = rc.overhead.as_ref().expect("overhead");
                 assert_eq!(overhead.pod_fixed["cpu"], q("250m"));
@@ -135,13 +102,7 @@ scheduling:
         },
         Case {
             name: "runtime class with a handler only",
-            manifest: r#"
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata:
-  name: myclass
-handler: myconfiguration
-"#,
+            manifest: include_str!("manifests/runtime-class-handler-only.yaml"),
             want: expect!(RuntimeClass, |rc| {
                 assert_eq!(rc.handler, "myconfiguration");
                 assert!(rc.overhead.is_none() && rc.scheduling.is_none());
@@ -149,55 +110,16 @@ handler: myconfiguration
         },
         Case {
             name: "pdb with minAvailable",
-            manifest: r#"
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata:
-  name: zk-pdb
-spec:
-  minAvailable: 2
-  selector:
-    matchLabels:
-      app: zookeeper
-"#,
+            manifest: include_str!("manifests/pdb-min-available.yaml"),
             want: expect!(PodDisruptionBudget, |p| {
                 assert_eq!(p.spec.min_available, Some(IntOrString::Int(2)));
                 assert_eq!(p.spec.max_unavailable, None);
-                assert_eq!(
-                    p.spec.selector.as_ref().unwrap().match_labels["app"],
-                    "zookeeper"
-                );
+                assert_eq!(match_label(&p.spec.selector, "app"), "zookeeper");
             }),
         },
         Case {
             name: "pdb with a maxUnavailable percentage and status",
-            manifest: r#"
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata:
-  name: zk-pdb-percent
-  namespace: default
-  generation: 1
-spec:
-  maxUnavailable: 50%
-  selector:
-    matchLabels:
-      app: zookeeper
-  unhealthyPodEvictionPolicy: AlwaysAllow
-status:
-  conditions:
-  - lastTransitionTime: "2024-05-01T10:00:00Z"
-    message: ""
-    observedGeneration: 1
-    reason: SufficientPods
-    status: "True"
-    type: DisruptionAllowed
-  currentHealthy: 3
-  desiredHealthy: 2
-  disruptionsAllowed: 1
-  expectedPods: 3
-  observedGeneration: 1
-"#,
+            manifest: include_str!("manifests/pdb-max-unavailable-kubectl.yaml"),
             want: expect!(PodDisruptionBudget, |p| {
                 let max = p.spec.max_unavailable.as_ref().expect("maxUnavailable");
                 assert_eq!(max, &IntOrString::String("50%".into()));
@@ -211,29 +133,7 @@ status:
         },
         Case {
             name: "deployment (nginx-deployment)",
-            manifest: r#"
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: nginx-deployment
-  labels:
-    app: nginx
-spec:
-  replicas: 3
-  selector:
-    matchLabels:
-      app: nginx
-  template:
-    metadata:
-      labels:
-        app: nginx
-    spec:
-      containers:
-      - name: nginx
-        image: nginx:1.14.2
-        ports:
-        - containerPort: 80
-"#,
+            manifest: include_str!("manifests/deployment-nginx.yaml"),
             want: expect!(Deployment, |d| {
                 assert_eq!(d.spec.replicas, 3);
                 assert_eq!(d.spec.template.metadata.labels["app"], "nginx");
@@ -243,67 +143,7 @@ spec:
         },
         Case {
             name: "deployment as kubectl get -o yaml prints it",
-            manifest: r#"
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  annotations:
-    deployment.kubernetes.io/revision: "1"
-  creationTimestamp: "2024-05-01T10:00:00Z"
-  generation: 1
-  labels:
-    app: nginx
-  name: nginx-live
-  namespace: default
-  resourceVersion: "1234"
-  uid: 6f1a2b3c-0000-4000-8000-000000000002
-spec:
-  progressDeadlineSeconds: 600
-  replicas: 3
-  revisionHistoryLimit: 10
-  selector:
-    matchLabels:
-      app: nginx
-  strategy:
-    rollingUpdate:
-      maxSurge: 25%
-      maxUnavailable: 25%
-    type: RollingUpdate
-  template:
-    metadata:
-      creationTimestamp: null
-      labels:
-        app: nginx
-    spec:
-      containers:
-      - image: nginx:1.14.2
-        imagePullPolicy: IfNotPresent
-        name: nginx
-        ports:
-        - containerPort: 80
-          protocol: TCP
-        resources: {}
-        terminationMessagePath: /dev/termination-log
-        terminationMessagePolicy: File
-      dnsPolicy: ClusterFirst
-      restartPolicy: Always
-      schedulerName: default-scheduler
-      securityContext: {}
-      terminationGracePeriodSeconds: 30
-status:
-  availableReplicas: 3
-  conditions:
-  - lastTransitionTime: "2024-05-01T10:00:10Z"
-    lastUpdateTime: "2024-05-01T10:00:10Z"
-    message: Deployment has minimum availability.
-    reason: MinimumReplicasAvailable
-    status: "True"
-    type: Available
-  observedGeneration: 1
-  readyReplicas: 3
-  replicas: 3
-  updatedReplicas: 3
-"#,
+            manifest: include_str!("manifests/deployment-kubectl.yaml"),
             want: expect!(Deployment, |d| {
                 let strategy = d.spec.strategy.as_ref().expect("strategy");
                 assert_eq!(strategy.type_, Some(DeploymentStrategyType::RollingUpdate));
@@ -324,114 +164,22 @@ status:
         },
         Case {
             name: "replica set (frontend)",
-            manifest: r#"
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata:
-  name: frontend
-  labels:
-    app: guestbook
-    tier: frontend
-spec:
-  # modify replicas according to your case
-  replicas: 3
-  selector:
-    matchLabels:
-      tier: frontend
-  template:
-    metadata:
-      labels:
-        tier: frontend
-    spec:
-      containers:
-      - name: php-redis
-        image: us-docker.pkg.dev/google-samples/containers/gke/gb-frontend:v5
-"#,
+            manifest: include_str!("manifests/replica-set-frontend.yaml"),
             want: expect!(ReplicaSet, |rs| {
                 assert_eq!(rs.spec.replicas, 3);
-                assert_eq!(
-                    rs.spec.selector.as_ref().unwrap().match_labels["tier"],
-                    "frontend"
-                );
+                assert_eq!(match_label(&rs.spec.selector, "tier"), "frontend");
             }),
         },
         Case {
             name: "replica set without replicas",
-            manifest: r#"
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata:
-  name: one
-spec:
-  selector:
-    matchExpressions:
-    - {key: tier, operator: In, values: [frontend]}
-  template:
-    metadata:
-      labels:
-        tier: frontend
-    spec:
-      containers:
-      - name: app
-        image: busybox
-"#,
+            manifest: include_str!("manifests/replica-set-no-replicas.yaml"),
             want: expect!(ReplicaSet, |rs| {
                 assert_eq!(rs.spec.replicas, 1, "defaults to 1");
             }),
         },
         Case {
             name: "daemon set (fluentd-elasticsearch)",
-            manifest: r#"
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: fluentd-elasticsearch
-  namespace: kube-system
-  labels:
-    k8s-app: fluentd-logging
-spec:
-  selector:
-    matchLabels:
-      name: fluentd-elasticsearch
-  updateStrategy:
-    type: RollingUpdate
-    rollingUpdate:
-      maxUnavailable: 1
-  template:
-    metadata:
-      labels:
-        name: fluentd-elasticsearch
-    spec:
-      tolerations:
-      # these tolerations are to have the daemonset runnable on control plane nodes
-      # remove them if your control plane nodes should not run pods
-      - key: node-role.kubernetes.io/control-plane
-        operator: Exists
-        effect: NoSchedule
-      - key: node-role.kubernetes.io/master
-        operator: Exists
-        effect: NoSchedule
-      containers:
-      - name: fluentd-elasticsearch
-        image: quay.io/fluentd_elasticsearch/fluentd:v2.5.2
-        resources:
-          limits:
-            memory: 200Mi
-          requests:
-            cpu: 100m
-            memory: 200Mi
-        volumeMounts:
-        - name: varlog
-          mountPath: /var/log
-      # it may be desirable to set a high priority class to ensure that a DaemonSet Pod
-      # preempts running Pods
-      # priorityClassName: important
-      terminationGracePeriodSeconds: 30
-      volumes:
-      - name: varlog
-        hostPath:
-          path: /var/log
-"#,
+            manifest: include_str!("manifests/daemon-set-fluentd.yaml"),
             want: expect!(DaemonSet, |ds| {
                 assert_eq!(ds.metadata.namespace, "kube-system");
                 let spec = &ds.spec.template.spec;
@@ -442,22 +190,7 @@ spec:
         },
         Case {
             name: "resource quota per priority class",
-            manifest: r#"
-apiVersion: v1
-kind: ResourceQuota
-metadata:
-  name: pods-high
-spec:
-  hard:
-    cpu: "1000"
-    memory: "200Gi"
-    pods: "10"
-  scopeSelector:
-    matchExpressions:
-    - operator: In
-      scopeName: PriorityClass
-      values: ["high"]
-"#,
+            manifest: include_str!("manifests/quota-priority-class.yaml"),
             want: expect!(ResourceQuota, |rq| {
                 assert_eq!(rq.spec.hard["pods"], q("10"));
                 let req = &rq.spec.scope_selector.as_ref().unwrap().match_expressions[0];
@@ -468,29 +201,7 @@ spec:
         },
         Case {
             name: "compute resource quota with status",
-            manifest: r#"
-apiVersion: v1
-kind: ResourceQuota
-metadata:
-  name: compute-resources
-  namespace: myspace
-spec:
-  hard:
-    requests.cpu: "1"
-    requests.memory: 1Gi
-    limits.cpu: "2"
-    limits.memory: 2Gi
-    requests.nvidia.com/gpu: 4
-  scopes:
-  - NotTerminating
-status:
-  hard:
-    requests.cpu: "1"
-    requests.memory: 1Gi
-  used:
-    requests.cpu: 250m
-    requests.memory: 64Mi
-"#,
+            manifest: include_str!("manifests/quota-compute-status.yaml"),
             want: expect!(ResourceQuota, |rq| {
                 assert_eq!(rq.spec.hard["requests.nvidia.com/gpu"], q("4"));
                 assert_eq!(rq.spec.scopes, [ResourceQuotaScope::NotTerminating]);
