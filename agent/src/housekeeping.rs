@@ -16,7 +16,7 @@ use tracing::{info, instrument, warn};
 
 use crate::admission::Allocatable;
 use crate::eviction::{Candidate, Eviction, EvictionManager, Signal};
-use crate::runtime::{PodReport, Runtime};
+use crate::runtime::{mark_terminated, PodReport, Runtime};
 use crate::usage::{NodeSampler, NodeUsage};
 
 /// Event type of evictions and refusals.
@@ -299,14 +299,7 @@ pub fn evicted_status(mut status: PodStatus, message: &str) -> PodStatus {
     status.phase = PodPhase::Failed;
     status.reason = names::REASON_EVICTED.to_string();
     status.message = message.to_string();
-    for condition in &mut status.conditions {
-        if condition.type_ == names::CONDITION_READY
-            || condition.type_ == names::CONDITION_CONTAINERS_READY
-        {
-            condition.status = names::STATUS_FALSE.to_string();
-            condition.last_transition_time = Some(now);
-        }
-    }
+    mark_terminated(&mut status, now);
     status
         .conditions
         .retain(|c| c.type_ != names::CONDITION_DISRUPTION_TARGET);
@@ -318,10 +311,6 @@ pub fn evicted_status(mut status: PodStatus, message: &str) -> PodStatus {
         last_transition_time: Some(now),
         ..PodCondition::default()
     });
-    for container in &mut status.container_statuses {
-        container.ready = false;
-        container.state = "terminated".to_string();
-    }
     status
 }
 
@@ -329,6 +318,7 @@ pub fn evicted_status(mut status: PodStatus, message: &str) -> PodStatus {
 mod tests {
     use super::*;
     use crate::eviction::{Threshold, ThresholdValue};
+    use crate::runtime::process::STATE_TERMINATED;
     use crate::runtime::SimRuntime;
     use berth_model::testing::PodBuilder;
 
@@ -395,6 +385,28 @@ mod tests {
             "{}",
             report.status.message
         );
+        let conditions: Vec<(&str, &str, &str)> = report
+            .status
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_str()))
+            .collect();
+        for want in [
+            (names::CONDITION_READY, names::STATUS_FALSE, ""),
+            (names::CONDITION_CONTAINERS_READY, names::STATUS_FALSE, ""),
+            (
+                names::CONDITION_DISRUPTION_TARGET,
+                names::STATUS_TRUE,
+                names::REASON_TERMINATION_BY_KUBELET,
+            ),
+        ] {
+            assert!(conditions.contains(&want), "{want:?} in {conditions:?}");
+        }
+        assert!(report
+            .status
+            .container_statuses
+            .iter()
+            .all(|c| !c.ready && c.state == STATE_TERMINATED));
         let event = reports.events.try_recv().expect("an Evicted event");
         assert_eq!(
             (event.reason.as_str(), event.uid.as_str()),

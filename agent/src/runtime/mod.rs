@@ -56,11 +56,7 @@ fn started_status(
     ready: bool,
     container: impl Fn(&Container) -> ContainerStatus,
 ) -> PodStatus {
-    let ready = if ready {
-        names::STATUS_TRUE
-    } else {
-        names::STATUS_FALSE
-    };
+    let ready = names::status_of(ready);
     PodStatus {
         phase,
         conditions: [
@@ -81,6 +77,30 @@ fn started_status(
         host_ip: host_ip.to_string(),
         container_statuses: pod.spec.containers.iter().map(container).collect(),
         ..PodStatus::default()
+    }
+}
+
+/// Sets the pod's Ready and ContainersReady conditions to `ready`; a condition whose status
+/// changes gets `now` as its lastTransitionTime.
+pub(crate) fn set_ready_conditions(status: &mut PodStatus, ready: bool, now: Time) {
+    let want = names::status_of(ready);
+    for condition in &mut status.conditions {
+        let readiness = condition.type_ == names::CONDITION_READY
+            || condition.type_ == names::CONDITION_CONTAINERS_READY;
+        if readiness && condition.status != want {
+            condition.status = want.to_string();
+            condition.last_transition_time = Some(now);
+        }
+    }
+}
+
+/// Marks a pod whose containers have all stopped: every container terminated and not
+/// ready, and the pod's Ready and ContainersReady conditions false.
+pub(crate) fn mark_terminated(status: &mut PodStatus, now: Time) {
+    set_ready_conditions(status, false, now);
+    for container in &mut status.container_statuses {
+        container.ready = false;
+        container.state = process::STATE_TERMINATED.to_string();
     }
 }
 

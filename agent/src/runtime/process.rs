@@ -10,7 +10,6 @@
 //! started. Where cgroup v2 is writable, each pod also gets a cgroup with `memory.max` from
 //! its limits, so that the kernel OOM-kills a pod over its limit (reported `OOMKilled`).
 
-use berth_proto::names;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -25,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::cgroup::{self, Cgroups};
-use super::{started_status, BoxFuture, PodReport, Runtime, StatusSender};
+use super::{set_ready_conditions, started_status, BoxFuture, PodReport, Runtime, StatusSender};
 use crate::error::{Error, Result};
 use crate::usage::{procfs, ContainerUsage, PodUsage};
 
@@ -152,18 +151,7 @@ impl PodHandle {
         }
         status.phase = pod_phase(&status.container_statuses);
         let all_ready = status.container_statuses.iter().all(|c| c.ready);
-        let now = Time::now();
-        for condition in &mut status.conditions {
-            if condition.type_ == names::CONDITION_READY
-                || condition.type_ == names::CONDITION_CONTAINERS_READY
-            {
-                let want = names::status_of(all_ready);
-                if condition.status != want {
-                    condition.status = want.to_string();
-                    condition.last_transition_time = Some(now);
-                }
-            }
-        }
+        set_ready_conditions(&mut status, all_ready, Time::now());
         status.clone()
     }
 }

@@ -24,7 +24,8 @@ use berth_proto::model::{ContainerStatus, Pod, PodPhase, PodStatus, Time};
 use berth_proto::Quantity;
 use tracing::{debug, warn};
 
-use super::{started_status, BoxFuture, PodReport, Runtime};
+use super::process::STATE_RUNNING;
+use super::{mark_terminated, started_status, BoxFuture, PodReport, Runtime};
 use crate::error::Result;
 use crate::usage::{ContainerUsage, PodUsage};
 
@@ -132,10 +133,6 @@ struct SimPod {
     containers: Vec<String>,
 }
 
-/// Container state names, as [`ContainerStatus::state`] holds them.
-const STATE_RUNNING: &str = "running";
-const STATE_TERMINATED: &str = "terminated";
-
 /// Simulated pods, kept in memory by uid.
 #[derive(Debug, Default)]
 pub struct SimRuntime {
@@ -224,18 +221,7 @@ impl Runtime for SimRuntime {
             };
             let mut status = pod.report.status;
             status.phase = PodPhase::Failed;
-            for condition in &mut status.conditions {
-                if condition.type_ == names::CONDITION_READY
-                    || condition.type_ == names::CONDITION_CONTAINERS_READY
-                {
-                    condition.status = names::STATUS_FALSE.to_string();
-                    condition.last_transition_time = Some(Time::now());
-                }
-            }
-            for container in &mut status.container_statuses {
-                container.ready = false;
-                container.state = STATE_TERMINATED.to_string();
-            }
+            mark_terminated(&mut status, Time::now());
             Ok(Some(status))
         })
     }
@@ -284,6 +270,7 @@ impl Runtime for SimRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::process::STATE_TERMINATED;
     use berth_model::testing::{container, PodBuilder};
 
     fn pod(uid: &str, containers: &[&str]) -> Pod {
