@@ -263,14 +263,22 @@ impl Client {
         &self.server
     }
 
-    fn status_error(&self, status: Status) -> ClientError {
+    /// The reply of a call, or its refusal as a [`ClientError`]: an unavailable server is
+    /// `Unreachable` at `server`.
+    fn reply<T>(server: &str, reply: Result<tonic::Response<T>, Status>) -> Result<T, ClientError> {
+        reply
+            .map(tonic::Response::into_inner)
+            .map_err(|status| Client::status_error(server, status))
+    }
+
+    fn status_error(server: &str, status: Status) -> ClientError {
         if status.code() == Code::Unavailable {
             let reason = match std::error::Error::source(&status) {
                 Some(source) => root_cause(source),
                 None => status.message().to_lowercase(),
             };
             ClientError::Unreachable {
-                server: self.server.clone(),
+                server: server.to_string(),
                 reason,
             }
         } else {
@@ -289,13 +297,7 @@ impl Client {
             objects: objects.iter().map(object_to_pb).collect(),
             dry_run,
         };
-        let response = self
-            .inner
-            .apply(request)
-            .await
-            .map_err(|s| self.status_error(s))?;
-        response
-            .into_inner()
+        Client::reply(&self.server, self.inner.apply(request).await)?
             .results
             .into_iter()
             .map(|r| {
@@ -322,12 +324,8 @@ impl Client {
             namespace: scoped_namespace(kind, namespace),
             name: name.to_string(),
         };
-        let object = self
-            .inner
-            .get(request)
-            .await
-            .map_err(|s| self.status_error(s))?;
-        Ok(object_from_pb(object.get_ref())?)
+        let object = Client::reply(&self.server, self.inner.get(request).await)?;
+        Ok(object_from_pb(&object)?)
     }
 
     /// Lists objects of a kind: in `namespace` (empty: all), matching `label_selector`
@@ -345,16 +343,10 @@ impl Client {
             label_selector: label_selector.to_string(),
             node_name: node_name.to_string(),
         };
-        let response = self
-            .inner
-            .list(request)
-            .await
-            .map_err(|s| self.status_error(s))?;
-        response
-            .into_inner()
+        Client::reply(&self.server, self.inner.list(request).await)?
             .objects
-            .into_iter()
-            .map(|o| object_from_pb(&o).map_err(ClientError::from))
+            .iter()
+            .map(|o| object_from_pb(o).map_err(ClientError::from))
             .collect()
     }
 
@@ -373,13 +365,7 @@ impl Client {
             name: name.to_string(),
             resource_version: resource_version.to_string(),
         };
-        let response = self
-            .inner
-            .delete(request)
-            .await
-            .map_err(|s| self.status_error(s))?;
-        response
-            .into_inner()
+        Client::reply(&self.server, self.inner.delete(request).await)?
             .object
             .map(|o| object_from_pb(&o))
             .transpose()

@@ -35,6 +35,9 @@ pub fn admit_with(
     pending: &[PriorityClass],
     config: &AdmissionConfig,
 ) -> Result<Object> {
+    // Stored objects carry apiVersion and kind, so that they encode as is (and controllers'
+    // objects look like everyone else's).
+    obj.fill_type_meta();
     if obj.kind().is_namespaced() && obj.meta().namespace.is_empty() {
         obj.meta_mut().namespace = "default".to_string();
     }
