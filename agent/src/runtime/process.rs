@@ -644,101 +644,42 @@ mod tests {
 
     #[test]
     fn restart_policy_and_phase() {
-        struct Case {
-            name: &'static str,
-            policy: RestartPolicy,
-            exit_code: i32,
-            want_restart: bool,
+        // (policy, restarts after exit 0, restarts after a failing exit)
+        for (policy, after_success, after_failure) in [
+            (RestartPolicy::Always, true, true),
+            (RestartPolicy::OnFailure, false, true),
+            (RestartPolicy::Never, false, false),
+        ] {
+            assert_eq!(should_restart(policy, 0), after_success, "{policy:?}, 0");
+            for code in [1, 2] {
+                assert_eq!(
+                    should_restart(policy, code),
+                    after_failure,
+                    "{policy:?}, {code}"
+                );
+            }
         }
-        let cases = [
-            Case {
-                name: "always after success",
-                policy: RestartPolicy::Always,
-                exit_code: 0,
-                want_restart: true,
-            },
-            Case {
-                name: "always after failure",
-                policy: RestartPolicy::Always,
-                exit_code: 1,
-                want_restart: true,
-            },
-            Case {
-                name: "on failure after success",
-                policy: RestartPolicy::OnFailure,
-                exit_code: 0,
-                want_restart: false,
-            },
-            Case {
-                name: "on failure after failure",
-                policy: RestartPolicy::OnFailure,
-                exit_code: 2,
-                want_restart: true,
-            },
-            Case {
-                name: "never",
-                policy: RestartPolicy::Never,
-                exit_code: 1,
-                want_restart: false,
-            },
-        ];
-        for case in cases {
-            assert_eq!(
-                should_restart(case.policy, case.exit_code),
-                case.want_restart,
-                "{}",
-                case.name
-            );
-        }
+
         let c = |state: &str, reason: &str, exit_code: Option<i32>| ContainerStatus {
             state: state.into(),
             reason: reason.into(),
             exit_code,
             ..ContainerStatus::default()
         };
-        struct PhaseCase {
-            name: &'static str,
-            containers: Vec<ContainerStatus>,
-            want: PodPhase,
-        }
-        let phases = vec![
-            PhaseCase {
-                name: "creating",
-                containers: vec![c(STATE_WAITING, REASON_CONTAINER_CREATING, None)],
-                want: PodPhase::Pending,
-            },
-            PhaseCase {
-                name: "one runs",
-                containers: vec![
-                    c(STATE_RUNNING, "", None),
-                    c(STATE_TERMINATED, REASON_COMPLETED, Some(0)),
-                ],
-                want: PodPhase::Running,
-            },
-            PhaseCase {
-                name: "back-off",
-                containers: vec![c(STATE_WAITING, REASON_CRASH_LOOP_BACK_OFF, Some(1))],
-                want: PodPhase::Running,
-            },
-            PhaseCase {
-                name: "all completed",
-                containers: vec![
-                    c(STATE_TERMINATED, REASON_COMPLETED, Some(0)),
-                    c(STATE_TERMINATED, REASON_COMPLETED, Some(0)),
-                ],
-                want: PodPhase::Succeeded,
-            },
-            PhaseCase {
-                name: "one failed",
-                containers: vec![
-                    c(STATE_TERMINATED, REASON_COMPLETED, Some(0)),
-                    c(STATE_TERMINATED, REASON_ERROR, Some(1)),
-                ],
-                want: PodPhase::Failed,
-            },
+        let creating = || c(STATE_WAITING, REASON_CONTAINER_CREATING, None);
+        let running = || c(STATE_RUNNING, "", None);
+        let back_off = || c(STATE_WAITING, REASON_CRASH_LOOP_BACK_OFF, Some(1));
+        let completed = || c(STATE_TERMINATED, REASON_COMPLETED, Some(0));
+        let failed = || c(STATE_TERMINATED, REASON_ERROR, Some(1));
+        let phases = [
+            ("creating", vec![creating()], PodPhase::Pending),
+            ("one runs", vec![running(), completed()], PodPhase::Running),
+            ("back-off", vec![back_off()], PodPhase::Running),
+            ("all completed", vec![completed(); 2], PodPhase::Succeeded),
+            ("one failed", vec![completed(), failed()], PodPhase::Failed),
         ];
-        for case in phases {
-            assert_eq!(pod_phase(&case.containers), case.want, "{}", case.name);
+        for (name, containers, want) in phases {
+            assert_eq!(pod_phase(&containers), want, "{name}");
         }
     }
 
