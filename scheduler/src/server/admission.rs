@@ -371,8 +371,13 @@ mod tests {
         store
     }
 
+    /// Admits `obj` with the default admission settings.
+    fn admitted(store: &SledStore, obj: Object) -> Result<Object> {
+        admit(store, obj, &AdmissionConfig::default())
+    }
+
     fn admitted_pod(store: &SledStore, p: Pod) -> Result<Pod> {
-        match admit(store, Object::Pod(p), &AdmissionConfig::default())? {
+        match admitted(store, Object::Pod(p))? {
             Object::Pod(p) => Ok(p),
             other => panic!("admission changed the kind: {other:?}"),
         }
@@ -427,36 +432,20 @@ mod tests {
         struct Case {
             name: &'static str,
             given: Vec<Toleration>,
-            config: AdmissionConfig,
             want: Vec<Toleration>,
         }
-        let configured = AdmissionConfig {
-            not_ready_toleration_seconds: 2,
-            unreachable_toleration_seconds: 7,
-        };
         let cases = vec![
             Case {
                 name: "no tolerations: both added",
                 given: vec![],
-                config: AdmissionConfig::default(),
                 want: vec![
                     tol(NOT_READY, no_exec, Some(300)),
                     tol(UNREACHABLE, no_exec, Some(300)),
                 ],
             },
             Case {
-                name: "the flags set the seconds",
-                given: vec![],
-                config: configured,
-                want: vec![
-                    tol(NOT_READY, no_exec, Some(2)),
-                    tol(UNREACHABLE, no_exec, Some(7)),
-                ],
-            },
-            Case {
                 name: "an own not-ready toleration is kept, unreachable added",
                 given: vec![tol(NOT_READY, no_exec, Some(5))],
-                config: AdmissionConfig::default(),
                 want: vec![
                     tol(NOT_READY, no_exec, Some(5)),
                     tol(UNREACHABLE, no_exec, Some(300)),
@@ -465,7 +454,6 @@ mod tests {
             Case {
                 name: "a toleration with no effect counts",
                 given: vec![tol(UNREACHABLE, None, None)],
-                config: AdmissionConfig::default(),
                 want: vec![
                     tol(UNREACHABLE, None, None),
                     tol(NOT_READY, no_exec, Some(300)),
@@ -474,19 +462,16 @@ mod tests {
             Case {
                 name: "an empty key tolerates both",
                 given: vec![tol("", None, None)],
-                config: AdmissionConfig::default(),
                 want: vec![tol("", None, None)],
             },
             Case {
                 name: "an empty key with effect NoExecute tolerates both",
                 given: vec![tol("", no_exec, Some(10))],
-                config: AdmissionConfig::default(),
                 want: vec![tol("", no_exec, Some(10))],
             },
             Case {
                 name: "a NoSchedule toleration of the key does not count",
                 given: vec![tol(NOT_READY, Some(TaintEffect::NoSchedule), None)],
-                config: AdmissionConfig::default(),
                 want: vec![
                     tol(NOT_READY, Some(TaintEffect::NoSchedule), None),
                     tol(NOT_READY, no_exec, Some(300)),
@@ -496,7 +481,6 @@ mod tests {
             Case {
                 name: "other keys do not count",
                 given: vec![tol("dedicated", None, None)],
-                config: AdmissionConfig::default(),
                 want: vec![
                     tol("dedicated", None, None),
                     tol(NOT_READY, no_exec, Some(300)),
@@ -504,29 +488,35 @@ mod tests {
                 ],
             },
         ];
-        for case in cases {
+        let with_defaults = |given: Vec<Toleration>, config: &AdmissionConfig| {
             let mut spec = pod("web", "").spec;
-            spec.tolerations = case.given;
-            rules::add_default_toleration_seconds(&mut spec, &case.config);
-            assert_eq!(spec.tolerations, case.want, "{}", case.name);
+            spec.tolerations = given;
+            rules::add_default_toleration_seconds(&mut spec, config);
+            spec.tolerations
+        };
+        for case in cases {
+            let got = with_defaults(case.given, &AdmissionConfig::default());
+            assert_eq!(got, case.want, "{}", case.name);
         }
+        // The flags set the seconds.
+        let configured = AdmissionConfig {
+            not_ready_toleration_seconds: 2,
+            unreachable_toleration_seconds: 7,
+        };
+        assert_eq!(
+            with_defaults(vec![], &configured),
+            vec![
+                tol(NOT_READY, no_exec, Some(2)),
+                tol(UNREACHABLE, no_exec, Some(7)),
+            ]
+        );
     }
 
     #[test]
     fn re_applying_a_pod_with_default_tolerations_changes_nothing() {
         let store = store_with(vec![]);
-        let stored = admit(
-            &store,
-            Object::Pod(pod("web", "")),
-            &AdmissionConfig::default(),
-        )
-        .unwrap();
-        let again = admit(
-            &store,
-            Object::Pod(pod("web", "")),
-            &AdmissionConfig::default(),
-        )
-        .unwrap();
+        let stored = admitted(&store, Object::Pod(pod("web", ""))).unwrap();
+        let again = admitted(&store, Object::Pod(pod("web", ""))).unwrap();
         let (_, action) = merge_update(&stored, again).unwrap();
         assert_eq!(action, ApplyAction::Unchanged);
     }
@@ -633,23 +623,13 @@ mod tests {
     #[test]
     fn only_one_global_default() {
         let store = store_with(vec![class("a", 1, true, false)]);
-        let err = admit(
-            &store,
-            Object::PriorityClass(class("b", 2, true, false)),
-            &AdmissionConfig::default(),
-        )
-        .unwrap_err();
+        let err = admitted(&store, Object::PriorityClass(class("b", 2, true, false))).unwrap_err();
         assert!(
             err.to_string().contains("already marked as default"),
             "{err}"
         );
         // Re-applying the same default class is fine.
-        admit(
-            &store,
-            Object::PriorityClass(class("a", 1, true, false)),
-            &AdmissionConfig::default(),
-        )
-        .unwrap();
+        admitted(&store, Object::PriorityClass(class("a", 1, true, false))).unwrap();
     }
 
     #[test]
@@ -669,12 +649,7 @@ mod tests {
         base.spec.scheduling_gates = vec![PodSchedulingGate {
             name: "wait".into(),
         }];
-        let stored = admit(
-            &store,
-            Object::Pod(base.clone()),
-            &AdmissionConfig::default(),
-        )
-        .unwrap();
+        let stored = admitted(&store, Object::Pod(base.clone())).unwrap();
         struct Case {
             name: &'static str,
             change: fn(&mut Pod),
@@ -726,8 +701,7 @@ mod tests {
         for case in cases {
             let mut incoming = base.clone();
             (case.change)(&mut incoming);
-            let incoming =
-                admit(&store, Object::Pod(incoming), &AdmissionConfig::default()).unwrap();
+            let incoming = admitted(&store, Object::Pod(incoming)).unwrap();
             match (merge_update(&stored, incoming), case.want) {
                 (Ok((_, action)), Ok(want)) => assert_eq!(action, want, "{}", case.name),
                 (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{}: {e}", case.name),
