@@ -9,7 +9,7 @@ use berth_proto::model::{self, PodPhase, TaintEffect};
 use berth_proto::pb::agent_message::Msg as Up;
 use berth_proto::pb::agent_server::{Agent, AgentServer};
 use berth_proto::pb::scheduler_message::Msg as Down;
-use berth_proto::{pb, wire};
+use berth_proto::{names, pb, wire};
 use clap::Parser;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -304,6 +304,61 @@ async fn registers_heartbeats_runs_pods_and_resyncs_after_reconnect() {
     }
 
     // Shutdown ends the agent cleanly.
+    stop_agent(shutdown, agent).await;
+}
+
+#[tokio::test]
+async fn a_pod_it_cannot_read_is_reported_failed_against_its_name() {
+    let (addr, mut registrations, mut sessions) = start_fake_scheduler().await;
+    let server = addr.to_string();
+    let (shutdown, agent) = start_agent(&["--server", &server, "--node-name", "test-node"]);
+    within("registration", registrations.recv()).await;
+    let mut session = within("the session", sessions.recv()).await;
+    // A pod whose JSON the model refuses (a quantity that does not parse).
+    let unreadable = pb::Object {
+        kind: pb::Kind::Pod as i32,
+        json: r#"{"metadata":{"namespace":"team","name":"odd","uid":"uid-odd"},
+                  "spec":{"nodeName":"test-node","containers":[{"name":"a",
+                  "resources":{"requests":{"cpu":"lots"}}}]}}"#
+            .into(),
+    };
+    session
+        .down
+        .send(Ok(pb::SchedulerMessage {
+            msg: Some(Down::StartPod(pb::StartPod {
+                pod: Some(unreadable),
+            })),
+        }))
+        .await
+        .unwrap();
+    loop {
+        match next_non_heartbeat(&mut session).await {
+            Up::PodStatus(update) => {
+                assert_eq!(
+                    (
+                        update.namespace.as_str(),
+                        update.name.as_str(),
+                        update.uid.as_str()
+                    ),
+                    ("team", "odd", "uid-odd")
+                );
+                let status: model::PodStatus =
+                    wire::from_json("status_json", &update.status_json).expect("a status");
+                assert_eq!(status.phase, PodPhase::Failed);
+                assert_eq!(status.reason, names::REASON_UNEXPECTED_ADMISSION_ERROR);
+                assert!(
+                    status
+                        .message
+                        .contains("spec.containers[0].resources.requests.cpu"),
+                    "{}",
+                    status.message
+                );
+                break;
+            }
+            Up::Hello(_) => continue,
+            other => panic!("expected a pod status, got {other:?}"),
+        }
+    }
     stop_agent(shutdown, agent).await;
 }
 
