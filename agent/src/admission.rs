@@ -3,11 +3,11 @@
 //! node must not be under a pressure that refuses it. A refused pod ends Failed with
 //! kubelet's reason (`OutOfcpu`, `OutOfmemory`, `OutOfpods`, `Evicted`) and message.
 
-use berth_proto::names;
-use berth_proto::qos::{pod_qos, QosClass};
 use std::collections::BTreeSet;
 
 use berth_proto::model::{Container, Pod};
+use berth_proto::names;
+use berth_proto::qos::{pod_qos, QosClass};
 use berth_proto::Quantity;
 
 use crate::eviction::Signal;

@@ -3,12 +3,12 @@
 //! requests down), and reconnecting with back-off. The only module that touches `pb` types
 //! besides [`crate::logs`]; everything behind it works on the object model.
 
-use berth_proto::names;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use berth_proto::model::{self, NodeCondition, PodPhase, PodStatus, Time};
+use berth_proto::names;
 use berth_proto::pb;
 use berth_proto::pb::agent_client::AgentClient;
 use berth_proto::pb::agent_message::Msg as Up;

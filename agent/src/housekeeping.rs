@@ -4,12 +4,13 @@
 //! usage, runs the eviction manager and evicts at most one pod. It runs whether or not
 //! the scheduler is reachable, as kubelet's does.
 
-use berth_proto::names;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use berth_proto::conditions::set_condition;
 use berth_proto::model::{Pod, PodCondition, PodPhase, PodStatus, Time};
+use berth_proto::names;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, instrument, warn};
@@ -300,17 +301,14 @@ pub fn evicted_status(mut status: PodStatus, message: &str) -> PodStatus {
     status.reason = names::REASON_EVICTED.to_string();
     status.message = message.to_string();
     mark_terminated(&mut status, now);
-    status
-        .conditions
-        .retain(|c| c.type_ != names::CONDITION_DISRUPTION_TARGET);
-    status.conditions.push(PodCondition {
+    let disruption = PodCondition {
         type_: names::CONDITION_DISRUPTION_TARGET.to_string(),
         status: names::STATUS_TRUE.to_string(),
         reason: names::REASON_TERMINATION_BY_KUBELET.to_string(),
         message: message.to_string(),
-        last_transition_time: Some(now),
         ..PodCondition::default()
-    });
+    };
+    set_condition(&mut status.conditions, disruption, now);
     status
 }
 

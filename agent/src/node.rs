@@ -2,7 +2,6 @@
 //! (hostname, CPU count, `/proc/meminfo`), plus the kubelet-style flag parsers for labels
 //! and taints.
 
-use berth_proto::names;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
@@ -10,6 +9,7 @@ use berth_proto::model::{
     Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, ObjectMeta, ResourceList, StringMap,
     Taint, TaintEffect, Time,
 };
+use berth_proto::names;
 use berth_proto::Quantity;
 use tonic::codegen::http::Uri;
 use tracing::debug;

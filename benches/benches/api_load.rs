@@ -5,12 +5,12 @@
 //! write was lost. A benchmark, not a test: `cargo bench -p berth-benches --bench api_load`.
 //! `BERTH_LOAD_SECONDS`, `BERTH_LOAD_CLIENTS` and `BERTH_LOAD_NODES` shrink or grow a run.
 
-use berth_proto::names;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use berth_proto::names;
 use berth_proto::pb;
 use berth_proto::pb::agent_client::AgentClient;
 use berth_proto::pb::berth_client::BerthClient;

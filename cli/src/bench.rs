@@ -5,7 +5,6 @@
 //! sent with a Running status, applies the pods over gRPC in batches, and counts binds from
 //! a watch.
 
-use berth_proto::names;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -15,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use berth_proto::model::{NodeCondition, Object, PodPhase, PodStatus, Time};
+use berth_proto::names;
 use berth_proto::pb::agent_client::AgentClient;
 use berth_proto::{pb, wire};
 use berth_scheduler::perf::report::{peak_rss_bytes, Latency, Mode, Report, Throughput};

@@ -7,7 +7,6 @@
 //! and a server certificate for 127.0.0.1 and localhost; the client config it writes holds
 //! the server, the admin token and the CA.
 
-use berth_proto::names;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -15,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use berth_proto::model::Object;
+use berth_proto::names;
 use berth_proto::pb;
 use tokio::process::{Child, Command};
 

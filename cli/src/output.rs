@@ -1,12 +1,10 @@
 //! Output formatting shared by the verbs: kubectl-style aligned columns, ages, the STATUS and
 //! READY columns of pods and nodes, and objects as YAML or JSON.
 
-use berth_proto::names;
 use std::time::SystemTime;
 
-use berth_proto::model::{
-    Kind, Node, Object, Pod, PodPhase, Taint, Time, Toleration, TolerationOperator,
-};
+use berth_proto::model::{Kind, Node, Object, Pod, Taint, Time, Toleration, TolerationOperator};
+use berth_proto::names;
 
 /// Column padding of `get` tables (kubectl's tabwriter: padding 3, minimum cell width 6).
 pub const TABLE_PADDING: usize = 3;
@@ -216,17 +214,17 @@ pub fn pod_status(pod: &Pod) -> String {
         }
     }
     if reason == "Completed" && has_running {
-        let ready = pod
-            .status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == names::CONDITION_READY && c.status == names::STATUS_TRUE);
-        reason = if ready { "Running" } else { "NotReady" }.into();
+        reason = if pod.is_ready() {
+            "Running"
+        } else {
+            "NotReady"
+        }
+        .into();
     }
-    if pod.metadata.deletion_timestamp.is_some() {
+    if pod.is_terminating() {
         if pod.status.reason == names::REASON_NODE_LOST {
             reason = "Unknown".into();
-        } else if !pod.status.phase.is_terminal() {
+        } else if !pod.is_terminal() {
             reason = "Terminating".into();
         }
     }
@@ -264,11 +262,6 @@ pub fn pod_restarts(pod: &Pod) -> i64 {
         .iter()
         .map(|cs| i64::from(cs.restart_count))
         .sum()
-}
-
-/// Whether a pod still holds resources on its node (not Succeeded or Failed).
-pub fn is_pod_active(pod: &Pod) -> bool {
-    !matches!(pod.status.phase, PodPhase::Succeeded | PodPhase::Failed)
 }
 
 /// The STATUS column of `get nodes`: `Ready`, `NotReady` or `Unknown` (no Ready condition),
@@ -413,8 +406,8 @@ pub fn render_objects(objects: &[Object], single: bool, format: Format) -> Strin
 mod tests {
     use super::*;
     use berth_proto::model::{
-        Container, ContainerStatus, NodeCondition, ObjectMeta, PodCondition, PodSpec, PodStatus,
-        RestartPolicy, TaintEffect,
+        Container, ContainerStatus, NodeCondition, ObjectMeta, PodCondition, PodPhase, PodSpec,
+        PodStatus, RestartPolicy, TaintEffect,
     };
     use std::time::Duration;
 

@@ -8,14 +8,16 @@
 //!   Objects travel in them as their Kubernetes JSON (`pb::Object { kind, json }`).
 //! - [`wire`]: `pb` ⇄ `model`, in one place: objects to and from their JSON, with errors
 //!   that name the field.
-//! - [`model`], [`names`], [`qos`], [`quantity`], [`resources`], [`selector`], [`validate`], [`decode`]:
+//! - [`conditions`], [`model`], [`names`], [`qos`], [`quantity`], [`resources`], [`selector`], [`validate`], [`decode`]:
 //!   re-exported from the `berth-model` crate, which holds the object model and its rules
 //!   with no network dependency.
 #![warn(missing_docs)]
 
 pub mod wire;
 
-pub use berth_model::{decode, model, names, qos, quantity, resources, selector, validate};
+pub use berth_model::{
+    conditions, decode, model, names, qos, quantity, resources, selector, validate,
+};
 
 /// Generated protobuf and gRPC code for package `berth.v1`.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

@@ -13,11 +13,11 @@
 
 pub mod manager;
 
-use berth_proto::names;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use berth_proto::names;
 use berth_proto::Quantity;
 
 pub use manager::{Candidate, Decision, Eviction, EvictionManager, Observation};

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
+use berth_proto::conditions::set_containers_ready;
 use berth_proto::model::{
     Container, ContainerStatus, Pod, PodCondition, PodPhase, PodStatus, Time,
 };
@@ -80,24 +81,10 @@ fn started_status(
     }
 }
 
-/// Sets the pod's Ready and ContainersReady conditions to `ready`; a condition whose status
-/// changes gets `now` as its lastTransitionTime.
-pub(crate) fn set_ready_conditions(status: &mut PodStatus, ready: bool, now: Time) {
-    let want = names::status_of(ready);
-    for condition in &mut status.conditions {
-        let readiness = condition.type_ == names::CONDITION_READY
-            || condition.type_ == names::CONDITION_CONTAINERS_READY;
-        if readiness && condition.status != want {
-            condition.status = want.to_string();
-            condition.last_transition_time = Some(now);
-        }
-    }
-}
-
 /// Marks a pod whose containers have all stopped: every container terminated and not
 /// ready, and the pod's Ready and ContainersReady conditions false.
 pub(crate) fn mark_terminated(status: &mut PodStatus, now: Time) {
-    set_ready_conditions(status, false, now);
+    set_containers_ready(&mut status.conditions, false, now);
     for container in &mut status.container_statuses {
         container.ready = false;
         container.state = process::STATE_TERMINATED.to_string();

@@ -16,6 +16,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use berth_proto::conditions::set_containers_ready;
 use berth_proto::model::{
     Container, ContainerStatus, Pod, PodPhase, PodStatus, RestartPolicy, Time,
 };
@@ -24,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::cgroup::{self, Cgroups};
-use super::{set_ready_conditions, started_status, BoxFuture, PodReport, Runtime, StatusSender};
+use super::{started_status, BoxFuture, PodReport, Runtime, StatusSender};
 use crate::error::{Error, Result};
 use crate::usage::{procfs, ContainerUsage, PodUsage};
 
@@ -151,7 +152,7 @@ impl PodHandle {
         }
         status.phase = pod_phase(&status.container_statuses);
         let all_ready = status.container_statuses.iter().all(|c| c.ready);
-        set_ready_conditions(&mut status, all_ready, Time::now());
+        set_containers_ready(&mut status.conditions, all_ready, Time::now());
         status.clone()
     }
 }

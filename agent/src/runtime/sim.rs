@@ -15,12 +15,12 @@
 //!
 //! An annotation that does not parse is logged once (warn) and counts as no usage.
 
-use berth_proto::names;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use berth_proto::model::{ContainerStatus, Pod, PodPhase, PodStatus, Time};
+use berth_proto::names;
 use berth_proto::Quantity;
 use tracing::{debug, warn};
 

@@ -2,8 +2,6 @@
 //! the events about them (for a pending pod, the FailedScheduling event says why) and, for a
 //! node, the pods on it and what they request of its allocatable resources.
 
-use berth_proto::names;
-use berth_proto::qos::pod_qos;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::SystemTime;
@@ -13,14 +11,14 @@ use berth_proto::model::{
     Container, Event, Kind, Node, Object, Pod, PodPhase, PreemptionPolicy, PriorityClass,
     ResourceList, RestartPolicy, StringMap, Time,
 };
+use berth_proto::names;
+use berth_proto::qos::pod_qos;
 use berth_proto::{pb, Quantity};
 use berth_scheduler::framework::resources::pod_requests;
 use clap::Args;
 
 use super::{parse_targets, sort_objects, Context, Targets};
-use crate::output::{
-    age, format_taint, format_toleration, is_pod_active, node_roles, tabulate, DESCRIBE_PADDING,
-};
+use crate::output::{age, format_taint, format_toleration, node_roles, tabulate, DESCRIBE_PADDING};
 
 /// Flags of `berth describe`.
 #[derive(Args, Debug, Clone)]
@@ -584,7 +582,7 @@ pub fn describe_node(node: &Node, pods: &[Pod], events: &[Event], now: SystemTim
         }
     }
     let allocatable = node.allocatable();
-    let active: Vec<&Pod> = pods.iter().filter(|p| is_pod_active(p)).collect();
+    let active: Vec<&Pod> = pods.iter().filter(|p| !p.is_terminal()).collect();
     let _ = writeln!(out, "Non-terminated Pods:\t({} in total)", active.len());
     out.push_str(
         "  Namespace\tName\tCPU Requests\tCPU Limits\tMemory Requests\tMemory Limits\tAge\n",

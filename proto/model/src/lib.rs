@@ -3,6 +3,7 @@
 //!
 //! # Layout
 //!
+//! - [`conditions`]: setting a pod's or a node's condition, once.
 //! - [`model`]: Kubernetes objects (`Pod`, `Node`, `PriorityClass`, `Event`, ...) with
 //!   Kubernetes' field names, as serde structs: the same types read manifests, live in the
 //!   store and feed the scheduler.
@@ -21,6 +22,7 @@
 //! No network, store or runtime dependency: the compiler keeps the rules pure.
 #![warn(missing_docs)]
 
+pub mod conditions;
 pub mod decode;
 pub mod model;
 pub mod names;

@@ -6,13 +6,13 @@
 //! from its input, the live server (`server::admission`) from its store, so both admit pods
 //! by the same rules.
 
-use berth_model::names;
 use std::collections::BTreeMap;
 
 use berth_model::model::{
     Pod, PodSpec, PreemptionPolicy, PriorityClass, RestartPolicy, RuntimeClass, TaintEffect,
     Toleration, TolerationOperator, DEFAULT_NAMESPACE,
 };
+use berth_model::names;
 use berth_model::validate::{self, ValidationErrors};
 
 use crate::profile::DEFAULT_SCHEDULER_NAME;

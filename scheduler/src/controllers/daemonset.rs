@@ -11,7 +11,7 @@ use berth_proto::model::{DaemonSet, Kind, Node, NodeSelectorOperator, Object, Ob
 use berth_store::{Op, Precondition};
 use tracing::info;
 
-use super::{controlled_pods, is_pod_active, is_pod_ready, object_ref, ControllerManager, Error};
+use super::{controlled_pods, object_ref, ControllerManager, Error};
 use crate::plugins::node_affinity::FIELD_METADATA_NAME;
 use crate::server::admission;
 use crate::server::events::{NORMAL, WARNING};
@@ -62,12 +62,10 @@ pub fn plan(ds: &DaemonSet, nodes: &[&Node], pods: &[&Pod]) -> DaemonPlan {
     let mut out = DaemonPlan::default();
     let mut by_node: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
     for pod in pods {
-        if !is_pod_active(pod) {
+        if !pod.is_active() {
             // A failed daemon pod is deleted so that it is replaced; a terminating one is
             // left to finish.
-            if pod.status.phase == berth_proto::model::PodPhase::Failed
-                && pod.metadata.deletion_timestamp.is_none()
-            {
+            if pod.status.phase == berth_proto::model::PodPhase::Failed && !pod.is_terminating() {
                 out.delete.push(pod.metadata.name.clone());
             }
             continue;
@@ -86,7 +84,7 @@ pub fn plan(ds: &DaemonSet, nodes: &[&Node], pods: &[&Pod]) -> DaemonPlan {
             if here.iter().any(|p| !p.spec.node_name.is_empty()) {
                 out.current += 1;
             }
-            if here.iter().any(|p| is_pod_ready(p)) {
+            if here.iter().any(|p| p.is_ready()) {
                 out.ready += 1;
             }
         }

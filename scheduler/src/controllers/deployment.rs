@@ -16,7 +16,7 @@ use berth_proto::model::{
 use berth_store::{Op, Precondition};
 use tracing::info;
 
-use super::{controlled_pods, controller_of, is_pod_active, object_ref, ControllerManager, Error};
+use super::{controlled_pods, controller_of, object_ref, ControllerManager, Error};
 use crate::server::events::NORMAL;
 use crate::workloads::replica_set_for;
 
@@ -207,7 +207,7 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
             let old_pods_active = olds.iter().any(|rs| {
                 controlled_pods(&m.cache, &rs.metadata.uid)
                     .into_iter()
-                    .any(is_pod_active)
+                    .any(|p| p.is_active())
             });
             recreate_step(replicas, new_state, &old_states, old_pods_active)
         }

@@ -16,7 +16,7 @@ use berth_proto::model::{Kind, Object, Pod, PodDisruptionBudget, PodDisruptionBu
 use berth_store::{Op, Precondition};
 use tracing::debug;
 
-use super::{controller_of, is_pod_ready, object_ref, Cache, ControllerManager, Error};
+use super::{controller_of, object_ref, Cache, ControllerManager, Error};
 use crate::disruption::{clamp, disruptions_allowed, expected_and_desired};
 use crate::framework::DisruptionBudget;
 use crate::server::events::WARNING;
@@ -36,7 +36,7 @@ pub fn budget_status(
 ) -> Result<PodDisruptionBudgetStatus, (PodDisruptionBudgetStatus, BudgetError)> {
     let current_healthy = clamp(
         pods.iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none() && is_pod_ready(p))
+            .filter(|p| !p.is_terminating() && p.is_ready())
             .count() as i64,
     );
     let expected_scale = || -> Result<i32, BudgetError> {

@@ -36,7 +36,6 @@ pub mod disruption;
 pub mod garbage_collector;
 pub mod replicaset;
 
-use berth_proto::names;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -132,22 +131,6 @@ pub fn controlled_pods<'a>(cache: &'a Cache, uid: &str) -> Vec<&'a Pod> {
 /// The ownerReference with `controller: true`, if any.
 pub fn controller_of(refs: &[OwnerReference]) -> Option<&OwnerReference> {
     refs.iter().find(|r| r.controller == Some(true))
-}
-
-/// Whether a pod counts as one of its controller's replicas: not finished and not being
-/// deleted (kube's `IsPodActive`).
-pub fn is_pod_active(pod: &Pod) -> bool {
-    !pod.status.phase.is_terminal() && pod.metadata.deletion_timestamp.is_none()
-}
-
-/// Whether a pod is ready: running with the Ready condition True (kube's `IsPodReady`).
-pub fn is_pod_ready(pod: &Pod) -> bool {
-    pod.status.phase == berth_proto::model::PodPhase::Running
-        && pod
-            .status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == names::CONDITION_READY && c.status == names::STATUS_TRUE)
 }
 
 /// A reference to an object for events.

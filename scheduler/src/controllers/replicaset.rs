@@ -6,15 +6,15 @@
 //! deleted no longer counts, so a replacement is created. Orphan pods that match the
 //! selector are not adopted: a ReplicaSet only counts the pods it controls.
 
-use berth_proto::names;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use berth_proto::model::{Object, ObjectKey, Pod, PodPhase, ReplicaSet, Time};
+use berth_proto::names;
 use berth_store::{Op, Precondition};
 use tracing::info;
 
-use super::{controlled_pods, is_pod_active, is_pod_ready, object_ref, ControllerManager, Error};
+use super::{controlled_pods, object_ref, ControllerManager, Error};
 use crate::server::admission;
 use crate::server::events::{NORMAL, WARNING};
 use crate::workloads::pods_for_replica_set;
@@ -36,10 +36,8 @@ fn phase_ordinal(phase: PodPhase) -> u8 {
 }
 
 fn ready_time(pod: &Pod) -> Option<Time> {
-    pod.status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == names::CONDITION_READY && c.status == names::STATUS_TRUE)
+    pod.condition(names::CONDITION_READY)
+        .filter(|c| c.status == names::STATUS_TRUE)
         .and_then(|c| c.last_transition_time)
 }
 
@@ -82,11 +80,11 @@ pub fn deletion_order(a: &Pod, b: &Pod, rank: &dyn Fn(&Pod) -> usize) -> Orderin
     bound(a)
         .cmp(&bound(b))
         .then_with(|| phase_ordinal(a.status.phase).cmp(&phase_ordinal(b.status.phase)))
-        .then_with(|| is_pod_ready(a).cmp(&is_pod_ready(b)))
+        .then_with(|| a.is_ready().cmp(&b.is_ready()))
         .then_with(|| deletion_cost(a).cmp(&deletion_cost(b)))
         .then_with(|| rank(b).cmp(&rank(a)))
         .then_with(|| {
-            if is_pod_ready(a) && is_pod_ready(b) {
+            if a.is_ready() && b.is_ready() {
                 later_first(ready_time(a), ready_time(b))
             } else {
                 Ordering::Equal
@@ -118,8 +116,8 @@ pub fn pods_to_delete<'a>(pods: &[&'a Pod], count: usize) -> Vec<&'a Pod> {
 
 /// Status counts of a set over the pods it controls: active, ready, available.
 pub fn replica_counts(pods: &[&Pod]) -> (i32, i32, i32) {
-    let active: Vec<&&Pod> = pods.iter().filter(|p| is_pod_active(p)).collect();
-    let ready = active.iter().filter(|p| is_pod_ready(p)).count();
+    let active: Vec<&&Pod> = pods.iter().filter(|p| p.is_active()).collect();
+    let ready = active.iter().filter(|p| p.is_ready()).count();
     let n = |v: usize| i32::try_from(v).unwrap_or(i32::MAX);
     // minReadySeconds is not modelled: a ready pod is available.
     (n(active.len()), n(ready), n(ready))
@@ -141,7 +139,7 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
         .into_iter()
         .cloned()
         .collect();
-    let active: Vec<&Pod> = owned.iter().filter(|p| is_pod_active(p)).collect();
+    let active: Vec<&Pod> = owned.iter().filter(|p| p.is_active()).collect();
     let want = usize::try_from(rs.spec.replicas.max(0)).unwrap_or(0);
     let rs_obj = Object::ReplicaSet(rs.clone());
     match active.len().cmp(&want) {

@@ -9,13 +9,14 @@
 //! may register and open sessions only as that node, and may not set labels under
 //! `node-restriction.kubernetes.io/`.
 
-use berth_proto::names;
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use berth_proto::conditions::set_condition;
 use berth_proto::model::{Kind, Node, NodeCondition, Object, ObjectKey, Pod, PodStatus, Time};
+use berth_proto::names;
 use berth_proto::pb;
 use berth_proto::wire::{from_json, node_from_pb, node_to_pb, pod_to_pb};
 use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
@@ -347,26 +348,10 @@ impl AgentService {
         let Some(Object::Node(mut node)) = self.store.get(&key)? else {
             return Err(Error::NotFound { key });
         };
+        let now = Time::now();
         let mut changed = false;
-        for mut c in conditions {
-            match node
-                .status
-                .conditions
-                .iter_mut()
-                .find(|o| o.type_ == c.type_)
-            {
-                Some(old) if old.status == c.status && old.reason == c.reason => {}
-                Some(old) => {
-                    c.last_transition_time = Some(Time::now());
-                    *old = c;
-                    changed = true;
-                }
-                None => {
-                    c.last_transition_time = Some(Time::now());
-                    node.status.conditions.push(c);
-                    changed = true;
-                }
-            }
+        for c in conditions {
+            changed |= set_condition(&mut node.status.conditions, c, now);
         }
         if changed {
             let rv = node.metadata.resource_version.clone();

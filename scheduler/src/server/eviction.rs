@@ -17,7 +17,6 @@ use berth_store::{ObjectStore, Op, Precondition};
 use tracing::info;
 
 use crate::controllers::disruption::covers;
-use crate::controllers::is_pod_ready;
 
 /// How many times an eviction re-reads and retries after a concurrent write.
 const CONFLICT_RETRIES: usize = 10;
@@ -99,7 +98,7 @@ pub fn decide(pod: &Pod, budgets: &[PodDisruptionBudget]) -> Result<Decision, Ev
         }
     };
     let status = &pdb.status;
-    if !is_pod_ready(pod)
+    if !pod.is_ready()
         && status.current_healthy >= status.desired_healthy
         && status.desired_healthy > 0
     {

@@ -31,6 +31,7 @@
 //! once. kube's per-zone disruption states (which slow or stop this rate when much of a zone
 //! is down) are not modelled.
 
+use berth_proto::conditions::set_condition;
 use berth_proto::names::{
     CONDITION_DISK_PRESSURE, CONDITION_MEMORY_PRESSURE, CONDITION_NETWORK_UNAVAILABLE,
     CONDITION_PID_PRESSURE, CONDITION_READY, STATUS_FALSE, STATUS_TRUE, STATUS_UNKNOWN,
@@ -261,21 +262,25 @@ pub fn mark_unknown(node: &mut Node, now: Time) -> bool {
     if condition_status(node, CONDITION_READY).is_none_or(|s| s == STATUS_UNKNOWN) {
         return false;
     }
-    for condition in
-        node.status.conditions.iter_mut().filter(|c| {
-            c.type_ == CONDITION_READY || REMAINING_CONDITIONS.contains(&c.type_.as_str())
+    let stale: Vec<NodeCondition> = node
+        .status
+        .conditions
+        .iter()
+        .filter(|c| {
+            (c.type_ == CONDITION_READY || REMAINING_CONDITIONS.contains(&c.type_.as_str()))
+                && c.status != STATUS_UNKNOWN
         })
-    {
-        if condition.status != STATUS_UNKNOWN {
-            *condition = NodeCondition {
-                type_: std::mem::take(&mut condition.type_),
-                status: STATUS_UNKNOWN.into(),
-                reason: REASON_NODE_STATUS_UNKNOWN.into(),
-                message: MESSAGE_NODE_STATUS_UNKNOWN.into(),
-                last_heartbeat_time: condition.last_heartbeat_time,
-                last_transition_time: Some(now),
-            };
-        }
+        .map(|c| NodeCondition {
+            type_: c.type_.clone(),
+            status: STATUS_UNKNOWN.into(),
+            reason: REASON_NODE_STATUS_UNKNOWN.into(),
+            message: MESSAGE_NODE_STATUS_UNKNOWN.into(),
+            last_heartbeat_time: c.last_heartbeat_time,
+            last_transition_time: None,
+        })
+        .collect();
+    for condition in stale {
+        set_condition(&mut node.status.conditions, condition, now);
     }
     true
 }

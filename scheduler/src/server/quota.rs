@@ -207,11 +207,7 @@ pub fn check(quota: &ResourceQuota, pod: &Pod, existing: &[&Pod]) -> Result<(), 
     }
     let counted: Vec<&&Pod> = existing
         .iter()
-        .filter(|p| {
-            !p.status.phase.is_terminal()
-                && p.metadata.deletion_timestamp.is_none()
-                && matches_scope(quota, p)
-        })
+        .filter(|p| p.is_active() && matches_scope(quota, p))
         .collect();
     let mut requested = BTreeMap::new();
     let mut used = BTreeMap::new();

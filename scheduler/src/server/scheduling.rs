@@ -15,7 +15,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use berth_proto::conditions::set_condition;
 use berth_proto::model::{Kind, Object, Pod, PodCondition, PodDisruptionBudget, PodPhase, Time};
+use berth_proto::names;
 use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -488,11 +490,11 @@ impl Cluster for Live {
         set_condition(
             &mut bound.status.conditions,
             PodCondition {
-                type_: "PodScheduled".into(),
-                status: "True".into(),
-                last_transition_time: Some(Time::now()),
+                type_: names::CONDITION_POD_SCHEDULED.into(),
+                status: names::STATUS_TRUE.into(),
                 ..Default::default()
             },
+            Time::now(),
         );
         bound.status.nominated_node_name.clear();
         let rv = pod.metadata.resource_version.clone();
@@ -528,7 +530,7 @@ impl Cluster for Live {
             let stored = self.pods.get(victim.uid()).map_or(&victim.pod, |k| &k.pod);
             let mut ended = (**stored).clone();
             ended.status.phase = PodPhase::Failed;
-            ended.status.reason = "Preempted".into();
+            ended.status.reason = names::REASON_PREEMPTED.into();
             ended.status.message = format!(
                 "Preempted by pod {}/{} on node {}",
                 by.namespace, by.name, node
@@ -537,13 +539,13 @@ impl Cluster for Live {
                 &mut ended.status.conditions,
                 PodCondition {
                     type_: CONDITION_DISRUPTION_TARGET.into(),
-                    status: "True".into(),
+                    status: names::STATUS_TRUE.into(),
                     reason: REASON_PREEMPTION_BY_SCHEDULER.into(),
                     message: "default-scheduler: preempting to accommodate a higher priority pod"
                         .into(),
-                    last_transition_time: Some(Time::now()),
                     ..Default::default()
                 },
+                Time::now(),
             );
             self.events.record(
                 pod_ref(&ended),
@@ -601,13 +603,13 @@ impl Cluster for Live {
         set_condition(
             &mut updated.status.conditions,
             PodCondition {
-                type_: "PodScheduled".into(),
-                status: "False".into(),
+                type_: names::CONDITION_POD_SCHEDULED.into(),
+                status: names::STATUS_FALSE.into(),
                 reason: failure.reason.into(),
                 message: failure.message.clone(),
-                last_transition_time: Some(Time::now()),
                 ..Default::default()
             },
+            Time::now(),
         );
         // A nomination is written without a precondition (a status write, as kube's patch):
         // an earlier condition write may not have landed yet.
@@ -635,11 +637,9 @@ impl Cluster for Live {
 impl Live {
     /// Writes PodScheduled=False with reason SchedulingGated, once.
     fn mark_gated(&mut self, pod: &Arc<Pod>) {
-        let gated = pod
-            .status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "PodScheduled" && c.reason == "SchedulingGated");
+        let gated = pod.status.conditions.iter().any(|c| {
+            c.type_ == names::CONDITION_POD_SCHEDULED && c.reason == names::REASON_SCHEDULING_GATED
+        });
         if gated {
             return;
         }
@@ -647,13 +647,13 @@ impl Live {
         set_condition(
             &mut updated.status.conditions,
             PodCondition {
-                type_: "PodScheduled".into(),
-                status: "False".into(),
-                reason: "SchedulingGated".into(),
+                type_: names::CONDITION_POD_SCHEDULED.into(),
+                status: names::STATUS_FALSE.into(),
+                reason: names::REASON_SCHEDULING_GATED.into(),
                 message: "Scheduling is blocked due to non-empty scheduling gates".into(),
-                last_transition_time: Some(Time::now()),
                 ..Default::default()
             },
+            Time::now(),
         );
         self.writer.submit(Write {
             op: Op::Update {
@@ -662,20 +662,6 @@ impl Live {
             },
             on_failure: None,
         });
-    }
-}
-
-/// Replaces the condition of the same type, keeping the transition time when the status
-/// does not change.
-pub fn set_condition(conditions: &mut Vec<PodCondition>, mut new: PodCondition) {
-    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
-        Some(old) => {
-            if old.status == new.status {
-                new.last_transition_time = old.last_transition_time;
-            }
-            *old = new;
-        }
-        None => conditions.push(new),
     }
 }
 

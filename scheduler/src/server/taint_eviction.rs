@@ -19,7 +19,6 @@
 //! The controller follows nodes and pods through an [`Informer`] and works from its
 //! reflector; after a re-list (it fell behind the store) it looks at every node again.
 
-use berth_proto::names;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -27,6 +26,7 @@ use std::time::{Duration, SystemTime};
 use berth_proto::model::{
     Kind, Node, Object, ObjectKey, Pod, PodCondition, Taint, TaintEffect, Time, Toleration,
 };
+use berth_proto::names;
 use berth_store::{ObjectStore, Op, Precondition};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -34,8 +34,8 @@ use tracing::{debug, info, warn};
 use super::error::Result;
 use super::events::{pod_ref, EventRecorder, NORMAL};
 use super::informer::{Event, Informer};
-use super::scheduling::set_condition;
 use crate::plugins::taint_toleration::toleration_matches;
+use berth_proto::conditions::set_condition;
 
 /// Name the controller's events report as.
 pub const COMPONENT: &str = "taint-eviction-controller";
@@ -240,7 +240,7 @@ impl TaintEvictionController {
     /// Evicts, plans or cancels the eviction of one pod, from its node's current taints.
     fn process_pod(&mut self, pod: &Pod, now: SystemTime) {
         let uid = &pod.metadata.uid;
-        if pod.status.phase.is_terminal() || pod.metadata.deletion_timestamp.is_some() {
+        if !pod.is_active() {
             self.scheduled.remove(uid);
             return;
         }
@@ -341,9 +341,9 @@ impl TaintEvictionController {
                         status: names::STATUS_TRUE.into(),
                         reason: names::REASON_DELETION_BY_TAINT_MANAGER.into(),
                         message: DISRUPTION_MESSAGE.into(),
-                        last_transition_time: Some(Time::now()),
                         ..Default::default()
                     },
+                    Time::now(),
                 );
                 let rv = pod.metadata.resource_version.clone();
                 match store.commit(vec![Op::Update {

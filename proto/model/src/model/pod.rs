@@ -25,6 +25,36 @@ pub struct Pod {
     pub status: PodStatus,
 }
 
+impl Pod {
+    /// The condition of the given type, if reported.
+    pub fn condition(&self, type_: &str) -> Option<&PodCondition> {
+        crate::conditions::find_condition(&self.status.conditions, type_)
+    }
+
+    /// Whether the pod has ended for good: phase Succeeded or Failed (kube's
+    /// `podutil.IsPodTerminal`). A terminal pod no longer holds its node's resources.
+    pub fn is_terminal(&self) -> bool {
+        self.status.phase.is_terminal()
+    }
+
+    /// Whether the pod is being deleted: its deletionTimestamp is set.
+    pub fn is_terminating(&self) -> bool {
+        self.metadata.deletion_timestamp.is_some()
+    }
+
+    /// Whether the pod counts as one of its controller's replicas: neither terminal nor
+    /// terminating (kube's `controller.IsPodActive`).
+    pub fn is_active(&self) -> bool {
+        !self.is_terminal() && !self.is_terminating()
+    }
+
+    /// Whether the pod's Ready condition is True (kube's `podutil.IsPodReady`).
+    pub fn is_ready(&self) -> bool {
+        self.condition(crate::names::CONDITION_READY)
+            .is_some_and(|c| c.status == crate::names::STATUS_TRUE)
+    }
+}
+
 /// Whether a pod may preempt lower-priority pods.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PreemptionPolicy {

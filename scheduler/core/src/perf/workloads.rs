@@ -6,7 +6,6 @@
 //! Both runners (in-process and `berth bench --e2e`) build their objects from here, and so do
 //! the criterion fixtures, so every measurement schedules the same objects.
 
-use berth_model::names;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -17,6 +16,7 @@ use berth_model::model::{
     PriorityClass, ResourceRequirements, StringMap, TopologySpreadConstraint,
     UnsatisfiableConstraintAction, WeightedPodAffinityTerm,
 };
+use berth_model::names;
 use berth_model::Quantity;
 
 /// Number of zones nodes are spread over (node `i` is in zone `i % ZONES + 1`).

@@ -10,7 +10,6 @@
 //! passes the constraint's node inclusion policies (nodeAffinityPolicy, default Honor;
 //! nodeTaintsPolicy, default Ignore).
 
-use berth_model::names;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -18,6 +17,7 @@ use berth_model::model::{
     LabelSelector, LabelSelectorOperator, LabelSelectorRequirement, Node, NodeInclusionPolicy, Pod,
     StringMap, TopologySpreadConstraint, UnsatisfiableConstraintAction,
 };
+use berth_model::names;
 use berth_model::validate::validate_topology_spread_constraints;
 use serde::{Deserialize, Serialize};
 

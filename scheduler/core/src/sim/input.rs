@@ -1,10 +1,10 @@
 //! Sorting a simulation's objects: nodes, namespaces, classes and budgets into their tables,
 //! workloads expanded into their pods where they appear, every pod named and given a uid.
 
-use berth_model::names;
 use std::collections::{BTreeMap, BTreeSet};
 
 use berth_model::model::{Node, Object, Pod, PodDisruptionBudget, StringMap, DEFAULT_NAMESPACE};
+use berth_model::names;
 use berth_model::validate;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
