@@ -189,8 +189,12 @@ async fn stop_all(runtime: Arc<dyn Runtime>) {
         stops.spawn(async move { runtime.stop(&uid, SHUTDOWN_GRACE).await });
     }
     while let Some(result) = stops.join_next().await {
-        if let Ok(Err(e)) = result {
-            tracing::warn!(error = %error::error_chain(&e), "stopping a pod failed");
+        match result {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %error::error_chain(&e), "stopping a pod failed")
+            }
+            Err(e) => tracing::warn!(error = %e, "the task stopping a pod failed"),
         }
     }
 }

@@ -64,8 +64,11 @@ impl Cgroups {
             _ => "max".to_string(),
         };
         std::fs::write(dir.join("memory.max"), max)?;
-        // No swap, so that the limit is a limit.
-        let _ = std::fs::write(dir.join("memory.swap.max"), "0");
+        // No swap, so that the limit is a limit (a kernel without swap accounting has no
+        // such file, and then there is no swap to turn off).
+        if let Err(e) = std::fs::write(dir.join("memory.swap.max"), "0") {
+            tracing::debug!(cgroup = %dir.display(), error = %e, "memory.swap.max not set");
+        }
         Ok(dir)
     }
 }
@@ -106,8 +109,10 @@ pub fn working_set(group: &Path) -> Option<i64> {
     Some((current - inactive_file).max(0))
 }
 
-/// Removes a pod cgroup once its processes are gone; failures are ignored (the kernel
-/// refuses while a process lingers, and the folder is then left behind).
+/// Removes a pod cgroup once its processes are gone; a failure is logged and otherwise
+/// ignored (the kernel refuses while a process lingers, and the folder is then left behind).
 pub fn remove(group: &Path) {
-    let _ = std::fs::remove_dir(group);
+    if let Err(e) = std::fs::remove_dir(group) {
+        tracing::warn!(cgroup = %group.display(), error = %e, "removing the pod cgroup failed");
+    }
 }

@@ -516,7 +516,9 @@ impl Runtime for ProcessRuntime {
             let tasks =
                 std::mem::take(&mut *handle.tasks.lock().unwrap_or_else(|p| p.into_inner()));
             for task in tasks {
-                let _ = task.await;
+                if let Err(e) = task.await {
+                    warn!(pod = %uid, error = %e, "a container task of the stopped pod failed");
+                }
             }
             if let Some(group) = &handle.cgroup {
                 cgroup::remove(group);

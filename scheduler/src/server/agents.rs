@@ -19,14 +19,16 @@ use berth_proto::model::{Kind, Node, NodeCondition, Object, ObjectKey, Pod, PodS
 use berth_proto::names;
 use berth_proto::pb;
 use berth_proto::wire::{from_json, node_from_pb, node_to_pb, pod_to_pb};
-use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
-use tokio::sync::{broadcast, mpsc};
+use berth_store::{ObjectStore, Op, Precondition};
+use tokio::sync::mpsc;
 use tokio_stream::{Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::{debug, info, instrument, warn};
 
 use super::admission;
-use super::error::Error;
+use super::error::{blocking, Error};
+use super::informer::Informer;
 use super::node_lifecycle::NodeHealth;
 use super::security::{self, Caller, Role};
 
@@ -119,51 +121,30 @@ impl Sessions {
     }
 }
 
-/// Routes pod changes from the store to the sessions of their nodes, until the store closes.
-pub async fn dispatch(
-    mut changes: broadcast::Receiver<Arc<Change>>,
-    sessions: Arc<Sessions>,
-    store: Arc<dyn ObjectStore>,
-) {
+/// Routes pod changes from the store to the sessions of their nodes, until `shutdown` or
+/// until the store closes. `pods` is an informer of pods: after it falls behind and lists
+/// again, pods that changed meanwhile are sent again and pods deleted meanwhile are sent as
+/// deletions, so every session converges. Its lists block: run it on a thread of its own
+/// ([`super::informer::spawn`]).
+pub async fn dispatch(mut pods: Informer, sessions: Arc<Sessions>, shutdown: CancellationToken) {
     loop {
-        match changes.recv().await {
-            Ok(change) => route(&change, &sessions),
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                warn!(
-                    missed = n,
-                    "agent dispatcher fell behind; resyncing every session"
-                );
-                resync_all(store.as_ref(), &sessions);
-            }
-            Err(broadcast::error::RecvError::Closed) => return,
+        let event = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            event = pods.next() => event,
+        };
+        let Some(event) = event else { return };
+        let Some(Object::Pod(pod)) = event.object() else {
+            continue;
+        };
+        if pod.spec.node_name.is_empty() {
+            continue;
         }
-    }
-}
-
-fn route(change: &Change, sessions: &Sessions) {
-    let Object::Pod(pod) = &change.object else {
-        return;
-    };
-    if pod.spec.node_name.is_empty() {
-        return;
-    }
-    let event = match change.change_type {
-        ChangeType::Deleted => SessionEvent::PodDeleted(pod.clone()),
-        _ => SessionEvent::Pod(pod.clone()),
-    };
-    sessions.send(&pod.spec.node_name.clone(), event);
-}
-
-fn resync_all(store: &dyn ObjectStore, sessions: &Sessions) {
-    let Ok(pods) = store.list(Kind::Pod, None) else {
-        return;
-    };
-    for obj in pods {
-        if let Object::Pod(pod) = obj {
-            if !pod.spec.node_name.is_empty() {
-                sessions.send(&pod.spec.node_name.clone(), SessionEvent::Pod(pod));
-            }
-        }
+        let routed = if event.is_delete() {
+            SessionEvent::PodDeleted(pod.clone())
+        } else {
+            SessionEvent::Pod(pod.clone())
+        };
+        sessions.send(&pod.spec.node_name, routed);
     }
 }
 
@@ -209,7 +190,7 @@ impl AgentService {
     /// NodeRestriction for Register: a node credential may not set restricted labels, and
     /// may register only the node it is bound to; a credential not bound yet is bound here,
     /// to a node that no other credential registered.
-    fn admit_node_credential(&self, caller: &Caller, reported: &Node) -> Result<(), Status> {
+    fn admit_node_credential(&self, caller: &Caller, reported: &Node) -> Result<(), Error> {
         let node = &reported.metadata.name;
         let restricted: Vec<&str> = reported
             .metadata
@@ -219,19 +200,19 @@ impl AgentService {
             .filter(|k| security::is_node_restricted_label(k))
             .collect();
         if !restricted.is_empty() {
-            return Err(Status::permission_denied(format!(
+            return Err(Error::PermissionDenied(format!(
                 "node {node:?} is not allowed to set the following labels: {}",
                 restricted.join(", ")
             )));
         }
         let mut guard = self.bindings.lock().expect("bindings lock poisoned");
         if guard.is_none() {
-            *guard = Some(load_bindings(self.store.as_ref()).map_err(Status::from)?);
+            *guard = Some(load_bindings(self.store.as_ref())?);
         }
         let bindings = guard.as_mut().expect("loaded just above");
         match bindings.get(&caller.name) {
             Some(bound) if bound == node => Ok(()),
-            Some(bound) => Err(Status::permission_denied(format!(
+            Some(bound) => Err(Error::PermissionDenied(format!(
                 "node credential {:?} is bound to node {bound:?}; it may not register node {node:?}",
                 caller.name
             ))),
@@ -239,12 +220,11 @@ impl AgentService {
                 let key = ObjectKey::new(Kind::Node, "", node);
                 if let Some(owner) = self
                     .store
-                    .get(&key)
-                    .map_err(|e| Status::from(Error::from(e)))?
+                    .get(&key)?
                     .and_then(|o| o.meta().annotations.get(names::ANNOTATION_NODE_CREDENTIAL).cloned())
                 {
                     if owner != caller.name {
-                        return Err(Status::permission_denied(format!(
+                        return Err(Error::PermissionDenied(format!(
                             "node {node:?} was registered by another node credential; {:?} may not register it",
                             caller.name
                         )));
@@ -258,15 +238,15 @@ impl AgentService {
     }
 
     /// NodeRestriction for Session: a node credential opens sessions only as its own node.
-    fn admit_session(&self, caller: &Caller, node: &str) -> Result<(), Status> {
+    fn admit_session(&self, caller: &Caller, node: &str) -> Result<(), Error> {
         let guard = self.bindings.lock().expect("bindings lock poisoned");
         match guard.as_ref().and_then(|b| b.get(&caller.name)) {
             Some(bound) if bound == node => Ok(()),
-            Some(bound) => Err(Status::permission_denied(format!(
+            Some(bound) => Err(Error::PermissionDenied(format!(
                 "node credential {:?} is bound to node {bound:?}; it may not open a session as node {node:?}",
                 caller.name
             ))),
-            None => Err(Status::permission_denied(format!(
+            None => Err(Error::PermissionDenied(format!(
                 "node credential {:?} has registered no node; call Register first",
                 caller.name
             ))),
@@ -472,16 +452,15 @@ impl pb::agent_server::Agent for AgentService {
     ) -> Result<Response<pb::RegisterResponse>, Status> {
         let caller = req.extensions().get::<Caller>().cloned();
         let node = node_from_pb(req.get_ref().node.as_ref(), "node")
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            .map_err(|e| Error::BadRequest(e.to_string()))?;
         let this = self.clone();
-        let node = tokio::task::spawn_blocking(move || -> Result<Node, Status> {
+        let node = blocking(move || -> Result<Node, Error> {
             if let Some(caller) = caller.as_ref().filter(|c| c.role == Role::Node) {
                 this.admit_node_credential(caller, &node)?;
             }
-            Ok(this.register(node, caller.as_ref())?)
+            this.register(node, caller.as_ref())
         })
-        .await
-        .map_err(|e| Status::internal(e.to_string()))??;
+        .await?;
         self.health.record(&node.metadata.name);
         info!(node = %node.metadata.name, "node registered");
         Ok(Response::new(pb::RegisterResponse {
@@ -505,9 +484,10 @@ impl pb::agent_server::Agent for AgentService {
             })) => h,
             Some(Err(e)) => return Err(e),
             _ => {
-                return Err(Status::invalid_argument(
-                    "the first message of a session must be Hello",
-                ))
+                return Err(Error::BadRequest(
+                    "the first message of a session must be Hello".into(),
+                )
+                .into())
             }
         };
         let node_name = hello.node_name.clone();
@@ -516,9 +496,10 @@ impl pb::agent_server::Agent for AgentService {
         }
         let key = ObjectKey::new(Kind::Node, "", &node_name);
         if self.store.get(&key).map_err(Error::from)?.is_none() {
-            return Err(Status::failed_precondition(format!(
+            return Err(Error::FailedPrecondition(format!(
                 "node {node_name} is not registered; call Register first"
-            )));
+            ))
+            .into());
         }
         self.health.record(&node_name);
         let (session_id, mut events) = self.sessions.open(&node_name);

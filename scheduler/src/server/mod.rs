@@ -39,10 +39,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use berth_proto::model::Kind;
 use berth_proto::pb;
 use berth_store::{ObjectStore, SledStore};
 use tokio_util::sync::CancellationToken;
-use tracing::info;
+use tracing::{error, info};
 
 use crate::profile::Profiles;
 
@@ -229,11 +230,11 @@ pub async fn run(
         store.clone(),
         Some(events::EventRecorder::new(writer.clone(), "kubelet")),
     ));
-    let dispatcher = tokio::spawn(agents::dispatch(
-        store.subscribe(),
-        sessions.clone(),
-        store.clone(),
-    ));
+    let dispatcher = informer::spawn("agent-dispatcher", {
+        let pods = informer::Informer::new("agent dispatcher", store.clone(), &[Kind::Pod]);
+        let (sessions, shutdown) = (sessions.clone(), shutdown.clone());
+        move || agents::dispatch(pods, sessions, shutdown)
+    });
     // Agent sessions and watches are endless streams: end them when shutdown begins, or
     // the graceful stop would wait for the clients to hang up.
     tokio::spawn({
@@ -313,16 +314,32 @@ pub async fn run(
 
     // Shut down in order: no new scheduling, then the pending writes, then the store.
     shutdown.cancel();
-    dispatcher.abort();
-    let _ = tokio::task::spawn_blocking(move || loop_thread.join()).await;
-    let _ = tokio::task::spawn_blocking(move || controllers_thread.join()).await;
-    // The controllers hold event recorders: they must end before the writer can.
-    let _ = tokio::task::spawn_blocking(move || lifecycle_thread.join()).await;
-    let _ = tokio::task::spawn_blocking(move || taint_eviction_thread.join()).await;
+    // The loops hold event recorders and the writer: they must end before the writer can.
+    for (name, thread) in [
+        ("scheduling loop", loop_thread),
+        ("agent dispatcher", dispatcher),
+        ("controllers", controllers_thread),
+        ("node lifecycle", lifecycle_thread),
+        ("taint eviction", taint_eviction_thread),
+    ] {
+        join_loop(name, thread).await;
+    }
     drop(writer);
-    let _ = writer_task.await;
+    if let Err(e) = writer_task.await {
+        error!(error = %e, "the writer failed; writes queued at shutdown may be lost");
+    }
     info!("berth-scheduler stopped");
     result
+}
+
+/// Waits for a loop's thread to end, saying so if it ended by a panic (already reported by
+/// the panic hook; this names the loop).
+async fn join_loop(name: &'static str, thread: std::thread::JoinHandle<()>) {
+    match tokio::task::spawn_blocking(move || thread.join()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => error!(thread = name, "the loop panicked"),
+        Err(e) => error!(thread = name, error = %e, "waiting for the loop failed"),
+    }
 }
 
 /// The command line of `berth-scheduler` (and `berth scheduler`); the binaries parse it,

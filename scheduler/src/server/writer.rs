@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use berth_store::{ObjectStore, Op};
 use tokio::sync::mpsc;
-use tracing::{debug, warn};
+use tracing::{debug, error, warn};
 
 /// Most writes committed in one transaction.
 const MAX_BATCH: usize = 512;
@@ -60,10 +60,27 @@ async fn run(
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let writes = std::mem::take(&mut batch);
+        let count = writes.len();
+        // Who to tell should the commit task itself fail (panic) with the writes inside.
+        let notices: Vec<String> = writes
+            .iter()
+            .filter_map(|w| w.on_failure.as_ref().map(|n| n.pod_uid.clone()))
+            .collect();
         let store = store.clone();
-        let failed = tokio::task::spawn_blocking(move || commit(store.as_ref(), writes))
-            .await
-            .unwrap_or_default();
+        let failed = match tokio::task::spawn_blocking(move || commit(store.as_ref(), writes)).await
+        {
+            Ok(failed) => failed,
+            Err(e) => {
+                error!(writes = count, error = %e, "a batch of writes failed to run; its writes are lost");
+                notices
+                    .into_iter()
+                    .map(|pod_uid| FailureNotice {
+                        pod_uid,
+                        error: e.to_string(),
+                    })
+                    .collect()
+            }
+        };
         for notice in failed {
             // The loop may have stopped during shutdown; nothing to tell then.
             let _ = failures.send(notice);
