@@ -3,7 +3,10 @@
 //! pod), and runs [`Scheduler::schedule_one`], the attempt `berth sim` runs too, with
 //! [`Live`] as its [`Cluster`]: bindings, evictions, conditions and nominations go to the
 //! [`Writer`], events to the [`EventRecorder`]. It runs on its own thread so that scheduling
-//! never stalls the API.
+//! never stalls the API. It follows nodes, pods and disruption budgets through an
+//! [`Informer`]: after falling behind the store it lists again and applies only the
+//! difference (changed objects, and deletions of the ones that vanished meanwhile), so the
+//! queue keeps its back-offs and nominations.
 //!
 //! Preemption victims are written Failed with reason Preempted (and DisruptionTarget=True,
 //! reason PreemptionByScheduler) when the preemption is decided, and their resources are
@@ -18,12 +21,13 @@ use std::time::{Duration, Instant};
 use berth_proto::conditions::set_condition;
 use berth_proto::model::{Kind, Object, Pod, PodCondition, PodDisruptionBudget, PodPhase, Time};
 use berth_proto::names;
-use berth_store::{Change, ChangeType, ObjectStore, Op, Precondition};
-use tokio::sync::{broadcast, mpsc};
+use berth_store::{ObjectStore, Op, Precondition};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::events::{pod_ref, EventRecorder, NORMAL, WARNING};
+use super::informer::{self, Event, Informer};
 use super::writer::{FailureNotice, Write, Writer};
 use crate::attempt::{Attempt, Cluster, Failure, NominationChange, Scheduler};
 use crate::controllers::disruption::disruption_budget;
@@ -35,6 +39,9 @@ use crate::plugins::default_preemption::{
 };
 use crate::profile::Profiles;
 use crate::queue::ClusterEvent;
+
+/// The kinds the loop follows, nodes first so that a list places pods on known nodes.
+const WATCHED: [Kind; 3] = [Kind::Node, Kind::Pod, Kind::PodDisruptionBudget];
 
 /// Longest the loop sleeps when nothing happens (it then re-checks the queue's timers).
 const IDLE_TICK: Duration = Duration::from_secs(1);
@@ -51,8 +58,7 @@ struct KnownPod {
 
 /// The scheduling loop's state.
 pub struct SchedulingLoop {
-    store: Arc<dyn ObjectStore>,
-    changes: broadcast::Receiver<Arc<Change>>,
+    informer: Informer,
     failures: mpsc::UnboundedReceiver<FailureNotice>,
     /// Profiles, snapshot, queue and nominator: the state the attempt runs on.
     core: Scheduler,
@@ -107,7 +113,7 @@ impl Explainer {
 }
 
 impl SchedulingLoop {
-    /// A loop over `store`. Subscribes to changes before the initial load, so nothing
+    /// A loop over `store`. Subscribes to changes now, before the initial load, so nothing
     /// written in between is missed.
     pub fn new(
         store: Arc<dyn ObjectStore>,
@@ -117,10 +123,8 @@ impl SchedulingLoop {
         profiles: Profiles,
         seed: u64,
     ) -> Self {
-        let changes = store.subscribe();
         SchedulingLoop {
-            store,
-            changes,
+            informer: Informer::new("scheduling loop", store, &WATCHED),
             failures,
             // The queue takes podInitialBackoffSeconds / podMaxBackoffSeconds from --config.
             core: Scheduler::new(profiles, seed, false),
@@ -149,22 +153,12 @@ impl SchedulingLoop {
 
     /// Runs the loop on a thread of its own until `shutdown` fires.
     pub fn spawn(self, shutdown: CancellationToken) -> std::thread::JoinHandle<()> {
-        std::thread::Builder::new()
-            .name("scheduling-loop".into())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("building the scheduling loop's runtime");
-                rt.block_on(self.run(shutdown));
-            })
-            .expect("spawning the scheduling loop thread")
+        informer::spawn("scheduling-loop", move || self.run(shutdown))
     }
 
     async fn run(mut self, shutdown: CancellationToken) {
-        if let Err(e) = self.resync() {
-            warn!(error = %e, "initial load from the store failed");
-        }
+        // The informer's first list.
+        self.drain_changes();
         info!(
             nodes = self.core.snapshot.len(),
             pods = self.live.pods.len(),
@@ -192,7 +186,10 @@ impl SchedulingLoop {
             });
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                change = self.changes.recv() => self.on_change_result(change),
+                event = self.informer.next() => match event {
+                    Some(event) => self.on_event(event),
+                    None => break,
+                },
                 Some(notice) = self.failures.recv() => self.on_bind_failure(notice),
                 Some(query) = next_query(&mut self.explain_rx) => self.explain(query),
                 _ = tokio::time::sleep(sleep) => {}
@@ -209,34 +206,6 @@ impl SchedulingLoop {
             attempt_p99_us = micros(0.99),
             "scheduling loop stopped"
         );
-    }
-
-    /// Rebuilds the snapshot and the queue from the store.
-    fn resync(&mut self) -> Result<(), berth_store::Error> {
-        self.core.clear();
-        self.live.pods.clear();
-        let now = Instant::now();
-        for obj in self.store.list(Kind::Node, None)? {
-            if let Object::Node(node) = obj {
-                self.core.snapshot.upsert_node(Arc::new(node));
-            }
-        }
-        for obj in self.store.list(Kind::Pod, None)? {
-            if let Object::Pod(pod) = obj {
-                self.on_pod(Arc::new(pod), now);
-            }
-        }
-        let budgets = self
-            .store
-            .list(Kind::PodDisruptionBudget, None)?
-            .iter()
-            .filter_map(|o| match o {
-                Object::PodDisruptionBudget(pdb) => Some(disruption_budget(pdb)),
-                _ => None,
-            })
-            .collect();
-        self.core.snapshot.set_disruption_budgets(budgets);
-        Ok(())
     }
 
     /// A PodDisruptionBudget changed: preemption reads its `disruptionsAllowed`, which the
@@ -257,16 +226,10 @@ impl SchedulingLoop {
         self.core.snapshot.set_disruption_budgets(budgets);
     }
 
+    /// Applies every event that has arrived (the first call lists).
     fn drain_changes(&mut self) {
-        loop {
-            match self.changes.try_recv() {
-                Ok(change) => self.on_change(&change),
-                Err(broadcast::error::TryRecvError::Empty) => return,
-                Err(broadcast::error::TryRecvError::Lagged(n)) => {
-                    return self.on_change_result(Err(broadcast::error::RecvError::Lagged(n)))
-                }
-                Err(broadcast::error::TryRecvError::Closed) => return,
-            }
+        while let Some(event) = self.informer.try_next() {
+            self.on_event(event);
         }
     }
 
@@ -276,29 +239,15 @@ impl SchedulingLoop {
         }
     }
 
-    fn on_change_result(&mut self, change: Result<Arc<Change>, broadcast::error::RecvError>) {
-        match change {
-            Ok(change) => self.on_change(&change),
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                warn!(
-                    missed = n,
-                    "scheduling loop fell behind the store; reloading"
-                );
-                if let Err(e) = self.resync() {
-                    warn!(error = %e, "reload from the store failed");
-                }
-            }
-            Err(broadcast::error::RecvError::Closed) => {}
-        }
-    }
-
-    fn on_change(&mut self, change: &Change) {
+    /// Applies one event from the informer to the snapshot, the queue and the nominator.
+    fn on_event(&mut self, event: Event) {
         let now = Instant::now();
-        match (&change.object, change.change_type) {
-            (Object::Node(node), ChangeType::Deleted) => {
+        let deleted = event.is_delete();
+        match (event.object(), deleted) {
+            (Some(Object::Node(node)), true) => {
                 self.core.snapshot.remove_node(&node.metadata.name);
             }
-            (Object::Node(node), _) => {
+            (Some(Object::Node(node)), false) => {
                 let added = self.core.snapshot.node(&node.metadata.name).is_none();
                 self.core.snapshot.upsert_node(Arc::new(node.clone()));
                 let event = if added {
@@ -308,16 +257,14 @@ impl SchedulingLoop {
                 };
                 self.core.queue.move_all_to_active_or_backoff(event, now);
             }
-            (Object::Pod(pod), ChangeType::Deleted) => {
+            (Some(Object::Pod(pod)), true) => {
                 let uid = &pod.metadata.uid;
                 self.live.pods.remove(uid);
                 self.core.pod_gone(uid);
                 self.core.pod_removed(uid, now);
             }
-            (Object::Pod(pod), _) => self.on_pod(Arc::new(pod.clone()), now),
-            (Object::PodDisruptionBudget(pdb), change_type) => {
-                self.on_budget(pdb, change_type == ChangeType::Deleted)
-            }
+            (Some(Object::Pod(pod)), false) => self.on_pod(Arc::new(pod.clone()), now),
+            (Some(Object::PodDisruptionBudget(pdb)), deleted) => self.on_budget(pdb, deleted),
             _ => {}
         }
     }
@@ -447,7 +394,7 @@ impl SchedulingLoop {
             &known.pod.metadata.name,
         );
         let now = Instant::now();
-        match self.store.get(&key) {
+        match self.informer.store().get(&key) {
             Ok(Some(Object::Pod(pod))) if pod.metadata.uid == notice.pod_uid => {
                 self.live.pods.remove(&notice.pod_uid);
                 self.on_pod(Arc::new(pod), now);
