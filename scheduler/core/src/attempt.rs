@@ -145,14 +145,6 @@ impl Scheduler {
         }
     }
 
-    /// Forgets every node, pod and nomination (before a reload from the store); the queue
-    /// keeps its settings.
-    pub fn clear(&mut self) {
-        self.snapshot = Snapshot::new();
-        self.queue = SchedulingQueue::new(self.profiles.queue_config());
-        self.nominator = Nominator::new();
-    }
-
     /// A pending pod was added or changed (`old` is the version seen before, if any): it is
     /// queued, or its queued copy updated, and its nomination follows
     /// `status.nominatedNodeName`.

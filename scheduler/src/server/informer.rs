@@ -672,23 +672,28 @@ where
         .unwrap_or_else(|e| panic!("spawning the {name} thread: {e}"))
 }
 
+/// A store that makes watchers fall behind, for the tests of the loops that use them.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use berth_model::testing::{NodeBuilder, PodBuilder};
-    use berth_store::{Op, Precondition, SledStore};
+pub(crate) mod testing {
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use berth_proto::model::{Kind, Object, ObjectKey};
+    use berth_store::{Change, ObjectStore, Op, SledStore};
+    use tokio::sync::broadcast;
 
     /// A store whose change channel holds only `capacity` changes, so that a watcher that
     /// does not read falls behind after a few commits; its lists can be made to fail.
-    struct LaggyStore {
+    pub(crate) struct LaggyStore {
         inner: SledStore,
         changes: broadcast::Sender<Arc<Change>>,
-        fail_lists: AtomicBool,
+        /// While set, every list fails.
+        pub(crate) fail_lists: AtomicBool,
     }
 
     impl LaggyStore {
-        fn new(capacity: usize) -> Arc<Self> {
+        /// An empty store whose subscribers lag after `capacity` unread changes.
+        pub(crate) fn new(capacity: usize) -> Arc<Self> {
             Arc::new(LaggyStore {
                 inner: SledStore::temporary().expect("temporary store"),
                 changes: broadcast::channel(capacity).0,
@@ -721,6 +726,15 @@ mod tests {
             self.changes.subscribe()
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_model::testing::{NodeBuilder, PodBuilder};
+    use berth_store::{Op, Precondition};
+    use std::sync::atomic::Ordering;
+    use testing::LaggyStore;
 
     /// A pod in `default`, controlled by the owner with this uid when one is given.
     fn pod(name: &str, owner: Option<&str>) -> Object {

@@ -619,3 +619,90 @@ async fn next_query(rx: &mut Option<mpsc::Receiver<ExplainQuery>>) -> Option<Exp
         None => std::future::pending().await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::informer::testing::LaggyStore;
+    use berth_model::testing::{NodeBuilder, PodBuilder};
+    use berth_proto::model::ObjectKey;
+
+    fn commit(store: &dyn ObjectStore, op: Op) {
+        store.commit(vec![op]).expect("commit");
+    }
+
+    fn delete(store: &dyn ObjectStore, kind: Kind, namespace: &str, name: &str) {
+        commit(
+            store,
+            Op::Delete {
+                key: ObjectKey::new(kind, namespace, name),
+                precondition: Precondition::None,
+            },
+        );
+    }
+
+    /// A loop that fell behind the store catches up from a re-list: what vanished meanwhile
+    /// leaves its snapshot and queue, what came meanwhile joins them.
+    #[tokio::test]
+    async fn a_loop_that_fell_behind_applies_what_it_missed() {
+        let store = LaggyStore::new(2);
+        for node in ["n1", "n2"] {
+            commit(
+                store.as_ref(),
+                Op::Create(Object::Node(NodeBuilder::new(node).build())),
+            );
+        }
+        commit(
+            store.as_ref(),
+            Op::Create(Object::Pod(PodBuilder::new("a").build())),
+        );
+        let (failures_tx, failures) = mpsc::unbounded_channel();
+        let (writer, _writer_task) = Writer::spawn(store.clone(), failures_tx);
+        let events = EventRecorder::new(writer.clone(), "default-scheduler");
+        let mut lp = SchedulingLoop::new(
+            store.clone(),
+            writer,
+            failures,
+            events,
+            Profiles::default(),
+            1,
+        );
+        lp.drain_changes();
+        assert_eq!(lp.core.snapshot.len(), 2);
+        assert!(
+            lp.live.pods.contains_key("default-a"),
+            "pending pod a is known"
+        );
+
+        // Four changes overflow the channel of two while the loop does not read.
+        delete(store.as_ref(), Kind::Pod, "default", "a");
+        delete(store.as_ref(), Kind::Node, "", "n2");
+        commit(
+            store.as_ref(),
+            Op::Create(Object::Pod(PodBuilder::new("b").build())),
+        );
+        commit(
+            store.as_ref(),
+            Op::Create(Object::Node(NodeBuilder::new("n3").build())),
+        );
+        lp.drain_changes();
+        let mut nodes: Vec<&str> = ["n1", "n2", "n3"]
+            .into_iter()
+            .filter(|n| lp.core.snapshot.node(n).is_some())
+            .collect();
+        nodes.sort();
+        assert_eq!(
+            nodes,
+            ["n1", "n3"],
+            "n2 was deleted while the loop was behind"
+        );
+        assert!(
+            !lp.live.pods.contains_key("default-a"),
+            "pod a was deleted meanwhile"
+        );
+        assert!(
+            lp.live.pods.contains_key("default-b"),
+            "pod b was created meanwhile"
+        );
+    }
+}
