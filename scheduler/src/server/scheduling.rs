@@ -34,9 +34,6 @@ use crate::controllers::disruption::disruption_budget;
 use crate::cycle::{Algorithm, Explanation, ScheduleOptions, ScheduleResult};
 use crate::framework::{DisruptionBudget, PodInfo};
 use crate::perf::histogram::LatencyHistogram;
-use crate::plugins::default_preemption::{
-    CONDITION_DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER,
-};
 use crate::profile::Profiles;
 use crate::queue::ClusterEvent;
 
@@ -485,9 +482,9 @@ impl Cluster for Live {
             set_condition(
                 &mut ended.status.conditions,
                 PodCondition {
-                    type_: CONDITION_DISRUPTION_TARGET.into(),
+                    type_: names::CONDITION_DISRUPTION_TARGET.into(),
                     status: names::STATUS_TRUE.into(),
-                    reason: REASON_PREEMPTION_BY_SCHEDULER.into(),
+                    reason: names::REASON_PREEMPTION_BY_SCHEDULER.into(),
                     message: "default-scheduler: preempting to accommodate a higher priority pod"
                         .into(),
                     ..Default::default()

@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use berth_model::model::{PreemptionPolicy, Time};
+use berth_model::names;
 use serde::{Deserialize, Serialize};
 
 use super::InvalidArgs;
@@ -50,12 +51,6 @@ pub const MESSAGE_PREEMPTION_POLICY_NEVER: &str =
 /// The whole message for a pod whose nominated node holds a pod terminating by preemption.
 pub const MESSAGE_TERMINATING_ON_NOMINATED_NODE: &str =
     "preemption: not eligible due to a terminating pod on the nominated node.";
-
-/// The condition preemption sets on its victims (kube's `DisruptionTarget`).
-pub const CONDITION_DISRUPTION_TARGET: &str = "DisruptionTarget";
-
-/// The DisruptionTarget reason of a victim of the scheduler's preemption.
-pub const REASON_PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
 
 /// Every message of this plugin starts so, as kube's do.
 const MESSAGE_PREFIX: &str = "preemption: ";
@@ -258,13 +253,12 @@ fn waits_for_terminating_victim(pod: &PodInfo, snapshot: &Snapshot, diagnosis: &
 /// kube's podTerminatingByPreemption: deletionTimestamp set and DisruptionTarget=True with
 /// reason PreemptionByScheduler.
 fn is_terminating_by_preemption(pod: &berth_model::model::Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_some()
+    pod.is_terminating()
         && pod
-            .status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == CONDITION_DISRUPTION_TARGET)
-            .is_some_and(|c| c.status == "True" && c.reason == REASON_PREEMPTION_BY_SCHEDULER)
+            .condition(names::CONDITION_DISRUPTION_TARGET)
+            .is_some_and(|c| {
+                c.status == names::STATUS_TRUE && c.reason == names::REASON_PREEMPTION_BY_SCHEDULER
+            })
 }
 
 /// Nodes where removing pods may help, in snapshot order: those rejected as
@@ -796,7 +790,7 @@ mod tests {
             pod.status
                 .conditions
                 .push(berth_model::model::PodCondition {
-                    type_: CONDITION_DISRUPTION_TARGET.into(),
+                    type_: names::CONDITION_DISRUPTION_TARGET.into(),
                     status: "True".into(),
                     reason: reason.into(),
                     ..Default::default()
@@ -833,14 +827,14 @@ mod tests {
             Case {
                 name: "a victim still terminating on the nominated node: wait",
                 nodes: vec![n1()],
-                reason: REASON_PREEMPTION_BY_SCHEDULER,
+                reason: names::REASON_PREEMPTION_BY_SCHEDULER,
                 nominated: "n1",
                 want: no_help(MESSAGE_TERMINATING_ON_NOMINATED_NODE),
             },
             Case {
                 name: "not nominated: preempt",
                 nodes: vec![n1()],
-                reason: REASON_PREEMPTION_BY_SCHEDULER,
+                reason: names::REASON_PREEMPTION_BY_SCHEDULER,
                 nominated: "",
                 want: nominate("n1", &["going"]),
             },
@@ -857,7 +851,7 @@ mod tests {
                     n1().taint("dedicated", "gpu", TaintEffect::NoSchedule),
                     node("n2", 1000, vec![running("other", 0, 1000, 1)]),
                 ],
-                reason: REASON_PREEMPTION_BY_SCHEDULER,
+                reason: names::REASON_PREEMPTION_BY_SCHEDULER,
                 nominated: "n1",
                 want: nominate("n2", &["other"]),
             },
