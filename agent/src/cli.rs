@@ -11,7 +11,9 @@ use berth_proto::Quantity;
 use clap::{Parser, ValueEnum};
 use tonic::transport::Certificate;
 
-use crate::node::{parse_label, parse_taint};
+use berth_proto::taints::parse_taint;
+
+use crate::node::parse_label;
 
 /// Flags of the node agent.
 #[derive(Clone, Debug, Parser)]

@@ -6,14 +6,10 @@ use std::path::PathBuf;
 /// An error of the node agent.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A `--register-with-taints` entry is not `key=value:Effect` or `key:Effect`.
-    #[error("invalid taint {entry:?}: {reason}")]
-    InvalidTaint {
-        /// The rejected entry, as written.
-        entry: String,
-        /// What is wrong with it.
-        reason: String,
-    },
+    /// A `--register-with-taints` entry is not kubectl's `key[=value]:Effect`, or two
+    /// entries share a key and an effect.
+    #[error(transparent)]
+    Taint(#[from] berth_proto::taints::TaintSpecError),
     /// A `--labels` entry is not `key=value` with a valid key and value.
     #[error("invalid label {entry:?}: {reason}")]
     InvalidLabel {
@@ -21,14 +17,6 @@ pub enum Error {
         entry: String,
         /// What is wrong with it.
         reason: String,
-    },
-    /// Two taints share a key and an effect; Kubernetes requires the pair to be unique.
-    #[error("duplicate taint {key}:{effect}: taints must be unique by key and effect")]
-    DuplicateTaint {
-        /// The taint key.
-        key: String,
-        /// The taint effect.
-        effect: String,
     },
     /// The `--server` address is not a valid URI.
     #[error("invalid server address {addr:?}")]

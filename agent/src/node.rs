@@ -7,9 +7,10 @@ use std::path::Path;
 
 use berth_proto::model::{
     Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, ObjectMeta, ResourceList, StringMap,
-    Taint, TaintEffect, Time,
+    Taint, Time,
 };
 use berth_proto::names;
+use berth_proto::taints;
 use berth_proto::Quantity;
 use tonic::codegen::http::Uri;
 use tracing::debug;
@@ -66,7 +67,10 @@ impl NodeConfig {
         Ok(NodeConfig {
             name,
             labels: args.labels.iter().cloned().collect(),
-            taints: unique_taints(&args.register_with_taints)?,
+            taints: {
+                taints::check_unique(&args.register_with_taints)?;
+                args.register_with_taints.clone()
+            },
             cpu: args.cpu.unwrap_or_else(machine_cpus),
             memory,
             pods: args.pods,
@@ -203,61 +207,6 @@ pub fn go_arch(rust_arch: &str) -> &str {
     }
 }
 
-/// Parses one `--register-with-taints` entry in kubelet's syntax: `key=value:Effect` or
-/// `key:Effect`. The effect is required, since a node taint without one is invalid.
-pub fn parse_taint(entry: &str) -> Result<Taint> {
-    let invalid = |reason: String| Error::InvalidTaint {
-        entry: entry.to_string(),
-        reason,
-    };
-    let Some((key_value, effect)) = entry.split_once(':') else {
-        return Err(invalid(
-            "expected key=value:Effect or key:Effect".to_string(),
-        ));
-    };
-    if effect.contains(':') {
-        return Err(invalid("more than one ':'".to_string()));
-    }
-    let effect = match effect {
-        "NoSchedule" => TaintEffect::NoSchedule,
-        "PreferNoSchedule" => TaintEffect::PreferNoSchedule,
-        "NoExecute" => TaintEffect::NoExecute,
-        other => {
-            return Err(invalid(format!(
-                "unsupported effect {other:?} (want NoSchedule, PreferNoSchedule or NoExecute)"
-            )))
-        }
-    };
-    let (key, value) = key_value.split_once('=').unwrap_or((key_value, ""));
-    if value.contains('=') {
-        return Err(invalid("more than one '='".to_string()));
-    }
-    check_qualified_name(key).map_err(|r| invalid(format!("key {key:?} {r}")))?;
-    check_label_value(value).map_err(|r| invalid(format!("value {value:?} {r}")))?;
-    Ok(Taint {
-        key: key.to_string(),
-        value: value.to_string(),
-        effect,
-        time_added: None,
-    })
-}
-
-/// Checks that no two taints share a key and an effect, and returns them.
-pub fn unique_taints(taints: &[Taint]) -> Result<Vec<Taint>> {
-    for (i, taint) in taints.iter().enumerate() {
-        if taints[..i]
-            .iter()
-            .any(|t| t.key == taint.key && t.effect == taint.effect)
-        {
-            return Err(Error::DuplicateTaint {
-                key: taint.key.clone(),
-                effect: taint.effect.as_str().to_string(),
-            });
-        }
-    }
-    Ok(taints.to_vec())
-}
-
 /// Parses one `--labels` entry, `key=value` (the value may be empty), checking the key and
 /// the value as Kubernetes does.
 pub fn parse_label(entry: &str) -> Result<(String, String)> {
@@ -391,84 +340,6 @@ mod tests {
     }
 
     #[test]
-    fn parse_taint_cases() {
-        struct Case {
-            name: &'static str,
-            entry: &'static str,
-            want: std::result::Result<(&'static str, &'static str, TaintEffect), &'static str>,
-        }
-        let cases = [
-            Case {
-                name: "key=value:effect",
-                entry: "dedicated=gpu:NoSchedule",
-                want: Ok(("dedicated", "gpu", TaintEffect::NoSchedule)),
-            },
-            Case {
-                name: "key:effect",
-                entry: "spot:PreferNoSchedule",
-                want: Ok(("spot", "", TaintEffect::PreferNoSchedule)),
-            },
-            Case {
-                name: "empty value",
-                entry: "k=:NoExecute",
-                want: Ok(("k", "", TaintEffect::NoExecute)),
-            },
-            Case {
-                name: "prefixed key",
-                entry: "example.com/role=db:NoSchedule",
-                want: Ok(("example.com/role", "db", TaintEffect::NoSchedule)),
-            },
-            Case {
-                name: "no effect",
-                entry: "dedicated=gpu",
-                want: Err("expected key=value:Effect or key:Effect"),
-            },
-            Case {
-                name: "bad effect",
-                entry: "k=v:Sometimes",
-                want: Err("unsupported effect \"Sometimes\""),
-            },
-            Case {
-                name: "two colons",
-                entry: "k=v:NoSchedule:x",
-                want: Err("more than one ':'"),
-            },
-            Case {
-                name: "two equals",
-                entry: "k=v=w:NoSchedule",
-                want: Err("more than one '='"),
-            },
-            Case {
-                name: "empty key",
-                entry: "=v:NoSchedule",
-                want: Err("name part must be non-empty"),
-            },
-            Case {
-                name: "bad key",
-                entry: "-k:NoSchedule",
-                want: Err("key \"-k\" name part must consist of alphanumeric"),
-            },
-            Case {
-                name: "bad value",
-                entry: "k=a b:NoSchedule",
-                want: Err("value \"a b\" a valid label must be"),
-            },
-            Case {
-                name: "uppercase prefix",
-                entry: "Example.com/k:NoSchedule",
-                want: Err("prefix part a lowercase RFC 1123 subdomain"),
-            },
-        ];
-        for case in cases {
-            let got = parse_taint(case.entry);
-            let got = got
-                .as_ref()
-                .map(|t| (t.key.as_str(), t.value.as_str(), t.effect));
-            check_parsed(case.name, case.entry, got, case.want);
-        }
-    }
-
-    #[test]
     fn parse_label_cases() {
         struct Case {
             name: &'static str,
@@ -558,7 +429,7 @@ mod tests {
                 argv: vec!["--register-with-taints", "a=b:NoSchedule,c=d"],
                 want_taints: 0,
                 want_labels: vec![],
-                want_error: Some("\"c=d\""),
+                want_error: Some("invalid taint spec: c=d"),
             },
             Case {
                 name: "bad label in a list is named",
@@ -592,38 +463,6 @@ mod tests {
                 (Ok(_), Some(want)) => panic!("{}: parsed, want error {want:?}", case.name),
                 (Err(e), None) => panic!("{}: unexpected error {e}", case.name),
             }
-        }
-    }
-
-    #[test]
-    fn unique_taints_rejects_same_key_and_effect() {
-        let taints = |list: &[&str]| -> Vec<Taint> {
-            list.iter().map(|t| parse_taint(t).unwrap()).collect()
-        };
-        struct Case {
-            name: &'static str,
-            taints: Vec<Taint>,
-            want_ok: bool,
-        }
-        let cases = [
-            Case {
-                name: "same key, different effects",
-                taints: taints(&["k=a:NoSchedule", "k=a:NoExecute"]),
-                want_ok: true,
-            },
-            Case {
-                name: "same key and effect",
-                taints: taints(&["k=a:NoSchedule", "k=b:NoSchedule"]),
-                want_ok: false,
-            },
-        ];
-        for case in cases {
-            assert_eq!(
-                unique_taints(&case.taints).is_ok(),
-                case.want_ok,
-                "{}",
-                case.name
-            );
         }
     }
 
@@ -729,7 +568,7 @@ mod tests {
         assert_eq!(labels["zone"], "a");
         assert_eq!(
             node.spec.taints,
-            vec![parse_taint("dedicated=gpu:NoSchedule").unwrap()]
+            vec![taints::parse_taint("dedicated=gpu:NoSchedule").unwrap()]
         );
         for list in [&node.status.capacity, &node.status.allocatable] {
             assert_eq!(list["cpu"], Quantity::from_value(4));

@@ -311,11 +311,7 @@ pub fn node_internal_ip(node: &Node) -> Option<&str> {
 
 /// A taint as kubectl prints it: `key=value:Effect` or `key:Effect`.
 pub fn format_taint(taint: &Taint) -> String {
-    if taint.value.is_empty() {
-        format!("{}:{}", taint.key, taint.effect.as_str())
-    } else {
-        format!("{}={}:{}", taint.key, taint.value, taint.effect.as_str())
-    }
+    taint.to_string()
 }
 
 /// A toleration as `kubectl describe` prints it: `key=value:Effect`, `key:Effect op=Exists`,

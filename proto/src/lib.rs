@@ -8,7 +8,7 @@
 //!   Objects travel in them as their Kubernetes JSON (`pb::Object { kind, json }`).
 //! - [`wire`]: `pb` ⇄ `model`, in one place: objects to and from their JSON, with errors
 //!   that name the field.
-//! - [`conditions`], [`model`], [`names`], [`qos`], [`quantity`], [`resources`], [`selector`], [`validate`], [`decode`]:
+//! - [`conditions`], [`model`], [`names`], [`qos`], [`quantity`], [`resources`], [`selector`], [`taints`], [`validate`], [`decode`]:
 //!   re-exported from the `berth-model` crate, which holds the object model and its rules
 //!   with no network dependency.
 #![warn(missing_docs)]
@@ -16,7 +16,7 @@
 pub mod wire;
 
 pub use berth_model::{
-    conditions, decode, model, names, qos, quantity, resources, selector, validate,
+    conditions, decode, model, names, qos, quantity, resources, selector, taints, validate,
 };
 
 /// Generated protobuf and gRPC code for package `berth.v1`.

@@ -2,13 +2,12 @@
 //! kubectl does, through read, modify and a conditional apply.
 
 use anyhow::bail;
-use berth_proto::model::{Kind, Object, Taint, TaintEffect};
-use berth_proto::validate::{validate_label_key, validate_label_value};
+use berth_proto::model::{Kind, Object, Taint};
+use berth_proto::taints::{self, TaintRemoval};
 use clap::Args;
 
 use super::label::split_changes;
 use super::{named_objects, object_ref, parse_targets, update_each, Context, Targets, Update};
-use crate::output::format_taint;
 
 /// Flags of `berth taint`.
 #[derive(Args, Debug, Clone)]
@@ -23,97 +22,6 @@ pub struct TaintArgs {
     /// Allow replacing the value of a taint with the same key and effect.
     #[arg(long)]
     pub overwrite: bool,
-}
-
-/// A taint to remove: every effect of a key, or one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaintRemoval {
-    /// The key.
-    pub key: String,
-    /// The effect; `None` removes the key's taints of every effect.
-    pub effect: Option<TaintEffect>,
-}
-
-impl std::fmt::Display for TaintRemoval {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.effect {
-            Some(effect) => write!(f, "{}:{}", self.key, effect.as_str()),
-            None => f.write_str(&self.key),
-        }
-    }
-}
-
-fn parse_effect(text: &str) -> anyhow::Result<TaintEffect> {
-    match text {
-        "NoSchedule" => Ok(TaintEffect::NoSchedule),
-        "PreferNoSchedule" => Ok(TaintEffect::PreferNoSchedule),
-        "NoExecute" => Ok(TaintEffect::NoExecute),
-        _ => bail!("invalid taint effect: {text}, unsupported taint effect"),
-    }
-}
-
-/// Parses `key=value:Effect`, `key:Effect` or `key` (effect and value optional).
-fn parse_taint(spec: &str) -> anyhow::Result<(String, String, Option<TaintEffect>)> {
-    let parts: Vec<&str> = spec.split(':').collect();
-    let (key, value, effect) = match parts[..] {
-        [key] => (key, "", None),
-        [kv, effect] => {
-            let effect = parse_effect(effect)?;
-            let kv: Vec<&str> = kv.split('=').collect();
-            match kv[..] {
-                [key] => (key, "", Some(effect)),
-                [key, value] => {
-                    if let Err(problems) = validate_label_value(value) {
-                        bail!("invalid taint spec: {spec}, {}", problems.join("; "));
-                    }
-                    (key, value, Some(effect))
-                }
-                _ => bail!("invalid taint spec: {spec}"),
-            }
-        }
-        _ => bail!("invalid taint spec: {spec}"),
-    };
-    if let Err(problems) = validate_label_key(key) {
-        bail!("invalid taint spec: {spec}, {}", problems.join("; "));
-    }
-    Ok((key.to_string(), value.to_string(), effect))
-}
-
-/// Parses taint specs into taints to add and taints to remove, as kubectl does.
-pub fn parse_taint_changes(specs: &[String]) -> anyhow::Result<(Vec<Taint>, Vec<TaintRemoval>)> {
-    let mut add: Vec<Taint> = Vec::new();
-    let mut remove = Vec::new();
-    for spec in specs {
-        if let Some(spec) = spec.strip_suffix('-') {
-            let (key, _, effect) = parse_taint(spec)?;
-            remove.push(TaintRemoval { key, effect });
-        } else {
-            if !spec.contains(':') {
-                bail!("invalid taint spec: {spec}, expected key=value:Effect or key:Effect");
-            }
-            let (key, value, effect) = parse_taint(spec)?;
-            let Some(effect) = effect else {
-                bail!("invalid taint spec: {spec}");
-            };
-            let taint = Taint {
-                key,
-                value,
-                effect,
-                time_added: None,
-            };
-            if add
-                .iter()
-                .any(|t| t.key == taint.key && t.effect == taint.effect)
-            {
-                bail!(
-                    "duplicated taints with the same key and effect: {}",
-                    format_taint(&taint)
-                );
-            }
-            add.push(taint);
-        }
-    }
-    Ok((add, remove))
 }
 
 /// kubectl's outcome words.
@@ -201,7 +109,7 @@ pub fn change_taints(
 /// Runs `berth taint`.
 pub async fn run(args: TaintArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     let (resources, specs) = split_changes(&args.args, "taint")?;
-    let (add, remove) = parse_taint_changes(&specs)?;
+    let (add, remove) = taints::parse_taint_changes(&specs)?;
     let targets = parse_targets(&resources)?;
     if let Targets::Kinds { names, .. } = &targets {
         if names.is_empty() {
@@ -244,6 +152,7 @@ pub async fn run(args: TaintArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_proto::model::TaintEffect;
 
     fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
         Taint {
@@ -251,89 +160,6 @@ mod tests {
             value: value.into(),
             effect,
             time_added: None,
-        }
-    }
-
-    fn strings(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn taint_specs_parse_like_kubectl() {
-        struct Case {
-            name: &'static str,
-            specs: &'static [&'static str],
-            want: Result<(Vec<Taint>, Vec<TaintRemoval>), &'static str>,
-        }
-        let cases = vec![
-            Case {
-                name: "key value effect",
-                specs: &["dedicated=gpu:NoSchedule"],
-                want: Ok((
-                    vec![taint("dedicated", "gpu", TaintEffect::NoSchedule)],
-                    vec![],
-                )),
-            },
-            Case {
-                name: "key effect",
-                specs: &["example.com/maintenance:NoExecute"],
-                want: Ok((
-                    vec![taint("example.com/maintenance", "", TaintEffect::NoExecute)],
-                    vec![],
-                )),
-            },
-            Case {
-                name: "removals",
-                specs: &["dedicated:NoSchedule-", "gpu-"],
-                want: Ok((
-                    vec![],
-                    vec![
-                        TaintRemoval {
-                            key: "dedicated".into(),
-                            effect: Some(TaintEffect::NoSchedule),
-                        },
-                        TaintRemoval {
-                            key: "gpu".into(),
-                            effect: None,
-                        },
-                    ],
-                )),
-            },
-            Case {
-                name: "no effect",
-                specs: &["dedicated=gpu"],
-                want: Err("invalid taint spec: dedicated=gpu"),
-            },
-            Case {
-                name: "bad effect",
-                specs: &["k=v:Sometimes"],
-                want: Err("invalid taint effect: Sometimes, unsupported taint effect"),
-            },
-            Case {
-                name: "too many colons",
-                specs: &["a:b:c"],
-                want: Err("invalid taint spec: a:b:c"),
-            },
-            Case {
-                name: "bad key",
-                specs: &["bad key=v:NoSchedule"],
-                want: Err("invalid taint spec: bad key=v:NoSchedule, "),
-            },
-            Case {
-                name: "duplicate",
-                specs: &["k=a:NoSchedule", "k=b:NoSchedule"],
-                want: Err("duplicated taints with the same key and effect: k=b:NoSchedule"),
-            },
-        ];
-        for case in cases {
-            let got = parse_taint_changes(&strings(case.specs));
-            match (got, case.want) {
-                (Ok(got), Ok(want)) => assert_eq!(got, want, "{}", case.name),
-                (Err(e), Err(want)) => {
-                    assert!(e.to_string().starts_with(want), "{}: {e}", case.name)
-                }
-                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
-            }
         }
     }
 
@@ -387,7 +213,7 @@ mod tests {
             },
         ];
         for case in cases {
-            let (add, remove) = parse_taint_changes(&strings(case.specs)).expect(case.name);
+            let (add, remove) = taints::parse_taint_changes(case.specs).expect(case.name);
             let got = change_taints("n1", &existing, &add, &remove, case.overwrite);
             match (got, case.want) {
                 (Ok(got), Ok(want)) => assert_eq!(got, want, "{}", case.name),

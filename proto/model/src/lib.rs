@@ -14,6 +14,7 @@
 //! - [`resources`]: resource vectors and a pod's effective request (init containers,
 //!   sidecars, overhead), shared by the scheduler's fit check and the agent's admission.
 //! - [`selector`]: label selectors, both the structured form and kubectl's `-l` strings.
+//! - [`taints`]: kubectl's taint syntax (`key[=value]:Effect`, `key[:Effect]-`).
 //! - [`validate`]: the API's validation rules, shared by the CLI and the server.
 //! - `testing` (feature `testing`): builders for pods and nodes, used by the tests of every
 //!   crate instead of ad-hoc fixtures.
@@ -30,6 +31,7 @@ pub mod qos;
 pub mod quantity;
 pub mod resources;
 pub mod selector;
+pub mod taints;
 pub mod validate;
 
 #[cfg(any(test, feature = "testing"))]
