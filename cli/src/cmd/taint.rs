@@ -152,16 +152,8 @@ pub async fn run(args: TaintArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_model::testing::taint;
     use berth_proto::model::TaintEffect;
-
-    fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
-        Taint {
-            key: key.into(),
-            value: value.into(),
-            effect,
-            time_added: None,
-        }
-    }
 
     #[test]
     fn taint_changes_follow_kubectl() {

@@ -154,15 +154,7 @@ pub fn parse_taint_changes<S: AsRef<str>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
-        Taint {
-            key: key.into(),
-            value: value.into(),
-            effect,
-            time_added: None,
-        }
-    }
+    use crate::testing::taint;
 
     fn removal(key: &str, effect: Option<TaintEffect>) -> TaintRemoval {
         TaintRemoval {

@@ -15,6 +15,16 @@ pub fn qty(s: &str) -> Quantity {
     Quantity::parse(s).unwrap_or_else(|e| panic!("test quantity {s:?}: {e}"))
 }
 
+/// A taint with no timeAdded.
+pub fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
+    Taint {
+        key: key.into(),
+        value: value.into(),
+        effect,
+        time_added: None,
+    }
+}
+
 /// A toleration with operator Equal.
 pub fn equal_toleration(key: &str, value: &str, effect: Option<TaintEffect>) -> Toleration {
     Toleration {
@@ -356,12 +366,7 @@ impl NodeBuilder {
 
     /// Adds a taint.
     pub fn taint(mut self, key: &str, value: &str, effect: TaintEffect) -> Self {
-        self.node.spec.taints.push(Taint {
-            key: key.into(),
-            value: value.into(),
-            effect,
-            time_added: None,
-        });
+        self.node.spec.taints.push(taint(key, value, effect));
         self
     }
 

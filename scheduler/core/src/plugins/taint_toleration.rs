@@ -161,15 +161,7 @@ mod tests {
     use crate::plugins::testing::{
         equal_toleration, exists_toleration, scores, Info, NodeBuilder, PodBuilder,
     };
-
-    fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
-        Taint {
-            key: key.into(),
-            value: value.into(),
-            effect,
-            time_added: None,
-        }
-    }
+    use berth_model::testing::taint;
 
     #[test]
     fn toleration_matching_follows_kube() {
