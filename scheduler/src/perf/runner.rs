@@ -11,8 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use berth_proto::model::{Kind, Object, ObjectKey, Pod};
-use berth_store::{Change, ObjectStore, Op, Precondition, SledStore};
-use tokio::sync::broadcast;
+use berth_store::{ObjectStore, Op, Precondition, SledStore};
 use tokio_util::sync::CancellationToken;
 
 use super::histogram::LatencyHistogram;
@@ -21,6 +20,7 @@ use super::workloads::{is_measured, priority_classes, PodTemplate, Workload, MEA
 use crate::profile::{Profile, Profiles};
 use crate::server::admission;
 use crate::server::events::EventRecorder;
+use crate::server::informer::{Event, Informer};
 use crate::server::scheduling::SchedulingLoop;
 use crate::server::writer::Writer;
 
@@ -148,36 +148,32 @@ impl BindCounter {
         }
     }
 
-    /// Follows `changes` until the channel closes or `stop` fires.
-    async fn follow(
-        self: Arc<Self>,
-        store: Arc<dyn ObjectStore>,
-        mut changes: broadcast::Receiver<Arc<Change>>,
-        stop: CancellationToken,
-    ) {
+    /// Follows the pods through `pods` until the store closes or `stop` fires. Pods bound
+    /// before the first list do not count; binds are never undone by the workloads, so after
+    /// a re-list only new binds count.
+    async fn follow(self: Arc<Self>, mut pods: Informer, stop: CancellationToken) {
         let mut seen = HashSet::new();
+        let mut listed = false;
         loop {
-            let change = tokio::select! {
+            let event = tokio::select! {
                 _ = stop.cancelled() => return,
-                change = changes.recv() => change,
+                event = pods.next() => event,
             };
-            match change {
-                Ok(change) => {
-                    if let Object::Pod(pod) = &change.object {
-                        self.count(pod, &mut seen);
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    // Binds are never undone by the workloads, so a re-list only adds.
-                    if let Ok(objects) = store.list(Kind::Pod, None) {
-                        for object in objects {
-                            if let Object::Pod(pod) = object {
-                                self.count(&pod, &mut seen);
-                            }
+            match event {
+                Some(Event::InitDone) => listed = true,
+                Some(Event::InitApply { object, .. }) if !listed => {
+                    if let Object::Pod(pod) = &*object {
+                        if !pod.spec.node_name.is_empty() {
+                            seen.insert(pod.metadata.uid.clone());
                         }
                     }
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
+                Some(event) => {
+                    if let (Some(Object::Pod(pod)), false) = (event.object(), event.is_delete()) {
+                        self.count(pod, &mut seen);
+                    }
+                }
+                None => return,
             }
         }
     }
@@ -351,8 +347,7 @@ pub async fn run_in_process(
     let latency = scheduling.attempt_latency();
     let counter = Arc::new(BindCounter::default());
     let follower = tokio::spawn(counter.clone().follow(
-        store.clone(),
-        store.subscribe(),
+        Informer::new("bind counter", store.clone(), &[Kind::Pod]),
         shutdown.clone(),
     ));
     let loop_thread = scheduling.spawn(shutdown.clone());
