@@ -4,10 +4,11 @@
 
 use crate::model::{
     Affinity, Container, Node, NodeAffinity, NodeSelector, NodeSelectorTerm, OwnerReference, Pod,
-    PodAffinity, PodAffinityTerm, PreferredSchedulingTerm, ResourceRequirements, RestartPolicy,
-    Taint, TaintEffect, Time, Toleration, TolerationOperator, TopologySpreadConstraint,
-    WeightedPodAffinityTerm,
+    PodAffinity, PodAffinityTerm, PodCondition, PodPhase, PreferredSchedulingTerm,
+    ResourceRequirements, RestartPolicy, Taint, TaintEffect, Time, Toleration, TolerationOperator,
+    TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
+use crate::names::{CONDITION_READY, STATUS_TRUE};
 use crate::Quantity;
 
 /// Parses a quantity written in a test.
@@ -281,14 +282,43 @@ impl PodBuilder {
         self
     }
 
-    /// Adds a controller owner reference (`ReplicaSet`, `StatefulSet`, ...).
+    /// Adds a controller owner reference (`ReplicaSet`, `StatefulSet`, ...); its uid is the
+    /// owner's name.
     pub fn owner(mut self, kind: &str, name: &str) -> Self {
         self.pod.metadata.owner_references.push(OwnerReference {
             kind: kind.into(),
             name: name.into(),
+            uid: name.into(),
             controller: Some(true),
             ..OwnerReference::default()
         });
+        self
+    }
+
+    /// Sets `status.phase`.
+    pub fn phase(mut self, phase: PodPhase) -> Self {
+        self.pod.status.phase = phase;
+        self
+    }
+
+    /// Sets `metadata.creationTimestamp`, in seconds since the epoch.
+    pub fn created(mut self, unix_seconds: i64) -> Self {
+        self.pod.metadata.creation_timestamp =
+            Some(Time::from_unix_nanos(unix_seconds * 1_000_000_000));
+        self
+    }
+
+    /// When `ready`, adds a Ready=True condition, which turned True at the creation time
+    /// (when set).
+    pub fn ready(mut self, ready: bool) -> Self {
+        if ready {
+            self.pod.status.conditions.push(PodCondition {
+                type_: CONDITION_READY.into(),
+                status: STATUS_TRUE.into(),
+                last_transition_time: self.pod.metadata.creation_timestamp,
+                ..PodCondition::default()
+            });
+        }
         self
     }
 

@@ -171,7 +171,8 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{ObjectMeta, PodCondition, PodPhase, Time};
+    use berth_model::testing::PodBuilder;
+    use berth_proto::model::{PodPhase, Time};
 
     fn pdb(spec: &str) -> PodDisruptionBudget {
         serde_yaml_ng::from_str(&format!(
@@ -182,35 +183,14 @@ mod tests {
 
     /// A `web` pod; `owner` is the uid of its controller (scale looked up by the test).
     fn pod(name: &str, ready: bool, owner: &str) -> Pod {
-        let mut p = Pod {
-            metadata: ObjectMeta {
-                name: name.into(),
-                namespace: "default".into(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        p.metadata.labels.insert("app".into(), "web".into());
-        if !owner.is_empty() {
-            p.metadata
-                .owner_references
-                .push(berth_proto::model::OwnerReference {
-                    kind: "ReplicaSet".into(),
-                    name: owner.into(),
-                    uid: owner.into(),
-                    controller: Some(true),
-                    ..Default::default()
-                });
-        }
+        let mut p = PodBuilder::new(name).label("app", "web").ready(ready);
         if ready {
-            p.status.phase = PodPhase::Running;
-            p.status.conditions.push(PodCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                ..Default::default()
-            });
+            p = p.phase(PodPhase::Running);
         }
-        p
+        if !owner.is_empty() {
+            p = p.owner("ReplicaSet", owner);
+        }
+        p.build()
     }
 
     #[test]

@@ -249,30 +249,17 @@ fn update_status(m: &mut ControllerManager, rs: &ReplicaSet, owned: &[Pod]) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{ObjectMeta, PodCondition};
+    use berth_model::testing::PodBuilder;
 
     /// A pod named `name`, on `node` ("" for unbound), in `phase`, ready or not, created
     /// `age` seconds after the epoch.
     fn pod(name: &str, node: &str, phase: PodPhase, ready: bool, created: i64) -> Pod {
-        let mut p = Pod {
-            metadata: ObjectMeta {
-                name: name.into(),
-                creation_timestamp: Some(Time::from_unix_nanos(created * 1_000_000_000)),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        p.spec.node_name = node.into();
-        p.status.phase = phase;
-        if ready {
-            p.status.conditions.push(PodCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                last_transition_time: Some(Time::from_unix_nanos(created * 1_000_000_000)),
-                ..Default::default()
-            });
-        }
-        p
+        PodBuilder::new(name)
+            .node_name(node)
+            .phase(phase)
+            .created(created)
+            .ready(ready)
+            .build()
     }
 
     #[test]

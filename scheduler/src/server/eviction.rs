@@ -203,28 +203,15 @@ pub fn evict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{ObjectMeta, PodCondition};
+    use berth_model::testing::PodBuilder;
     use berth_store::SledStore;
 
     fn pod(name: &str, phase: PodPhase, ready: bool) -> Pod {
-        let mut p = Pod {
-            metadata: ObjectMeta {
-                name: name.into(),
-                namespace: "default".into(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        p.metadata.labels.insert("app".into(), "web".into());
-        p.status.phase = phase;
-        if ready {
-            p.status.conditions.push(PodCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                ..Default::default()
-            });
-        }
-        p
+        PodBuilder::new(name)
+            .label("app", "web")
+            .phase(phase)
+            .ready(ready)
+            .build()
     }
 
     fn budget(name: &str, allowed: i32, desired: i32, healthy: i32) -> PodDisruptionBudget {
