@@ -177,8 +177,7 @@ impl Score for BalancedAllocation {
 mod tests {
     use super::*;
     use crate::plugins::testing::{
-        check_args, container, score_with_and_without_state, ArgsCase, Info, NodeBuilder,
-        PodBuilder,
+        check_args, check_score, container, ArgsCase, NodeBuilder, PodBuilder,
     };
 
     fn node_4cpu_8gi() -> NodeBuilder {
@@ -293,13 +292,7 @@ mod tests {
         ];
         for case in cases {
             let plugin = BalancedAllocation::try_new(case.args).expect("valid args");
-            let got = score_with_and_without_state(
-                case.name,
-                &plugin,
-                &case.pod.info(),
-                &case.node.info(),
-            );
-            assert_eq!(got, case.want, "{}", case.name);
+            check_score(case.name, &plugin, case.pod, case.node, case.want);
         }
     }
 

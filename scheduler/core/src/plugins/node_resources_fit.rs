@@ -726,8 +726,7 @@ mod tests {
     use super::*;
     use crate::plugins::parse_args;
     use crate::plugins::testing::{
-        check_args, container, score_with_and_without_state, ArgsCase, Info, NodeBuilder,
-        PodBuilder,
+        check_args, check_score, container, ArgsCase, Info, NodeBuilder, PodBuilder,
     };
 
     const MIB: i64 = 1024 * 1024;
@@ -1275,13 +1274,7 @@ mod tests {
         for case in cases {
             let plugin = NodeResourcesFit::try_new(case.args)
                 .unwrap_or_else(|e| panic!("{}: {e}", case.name));
-            let got = score_with_and_without_state(
-                case.name,
-                &plugin,
-                &case.pod.info(),
-                &case.node.info(),
-            );
-            assert_eq!(got, case.want, "{}", case.name);
+            check_score(case.name, &plugin, case.pod, case.node, case.want);
         }
     }
 

@@ -152,19 +152,21 @@ pub(crate) fn scores<P: PreScore + Score>(
     Ok((raw, normalized))
 }
 
-/// The score of one node after PreScore; it must be the same without PreScore's state (the
-/// plugin then computes what it needs itself).
-pub(crate) fn score_with_and_without_state<P: PreScore + Score>(
+/// Checks the score of `node` for `pod` after PreScore against `want`; the score must be the
+/// same without PreScore's state (the plugin then computes what it needs itself).
+pub(crate) fn check_score<P: PreScore + Score>(
     name: &str,
     plugin: &P,
-    pod: &PodInfo,
-    node: &NodeInfo,
-) -> i64 {
-    let (raw, _) = scores(plugin, pod, &Snapshot::new(), &[node]).expect("pre_score never fails");
+    pod: PodBuilder,
+    node: NodeBuilder,
+    want: i64,
+) {
+    let (pod, node) = (pod.info(), node.info());
+    let (raw, _) = scores(plugin, &pod, &Snapshot::new(), &[&node]).expect("pre_score never fails");
+    assert_eq!(raw[0], want, "{name}");
     assert_eq!(
-        plugin.score(&CycleState::new(), pod, node),
-        raw[0],
+        plugin.score(&CycleState::new(), &pod, &node),
+        want,
         "{name}: without PreScore state"
     );
-    raw[0]
 }
