@@ -19,8 +19,8 @@ use tracing::field::Empty;
 
 use crate::framework::{
     run_filters_with_nominated_pods, Code, CycleState, Diagnosis, NodeInfo, NominatedPods,
-    Nomination, PluginError, PodInfo, PostFilterOutcome, PreFilterOutcome, Rejection, Snapshot,
-    MAX_NODE_SCORE,
+    Nomination, PluginError, PodInfo, PostFilterInput, PostFilterOutcome, PreFilterOutcome,
+    PreScoreInput, Rejection, Snapshot, MAX_NODE_SCORE,
 };
 use crate::nominator::Nominator;
 use crate::profile::Profile;
@@ -770,7 +770,13 @@ fn run_post_filter(
             false,
         );
     }
-    match post_filter.post_filter(state, pod, snapshot, diagnosis, profile) {
+    let input = PostFilterInput {
+        pod,
+        snapshot,
+        diagnosis,
+        profile,
+    };
+    match post_filter.post_filter(state, &input) {
         PostFilterOutcome::Nominate(nomination) => (Some(nomination), None, false),
         PostFilterOutcome::NoHelp(message) => (None, Some(message), false),
         PostFilterOutcome::NotEligible(message) => (None, Some(message), true),
@@ -789,7 +795,12 @@ fn prioritize_nodes(
     let nodes = snapshot.nodes();
     let infos: Vec<&NodeInfo> = feasible.iter().map(|&i| &nodes[i]).collect();
     for plugin in &profile.pre_scores {
-        plugin.pre_score(state, pod, snapshot, &infos)?;
+        let input = PreScoreInput {
+            pod,
+            snapshot,
+            feasible: &infos,
+        };
+        plugin.pre_score(state, &input)?;
     }
     let state = &*state;
     let mut totals = vec![0i64; infos.len()];
@@ -1051,14 +1062,8 @@ mod tests {
     }
 
     impl PreScore for FakePreScore {
-        fn pre_score(
-            &self,
-            _: &mut CycleState,
-            _: &PodInfo,
-            _: &Snapshot,
-            feasible: &[&NodeInfo],
-        ) -> Result<(), PluginError> {
-            self.seen.store(feasible.len(), Ordering::Relaxed);
+        fn pre_score(&self, _: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError> {
+            self.seen.store(input.feasible.len(), Ordering::Relaxed);
             Ok(())
         }
     }
@@ -1098,16 +1103,10 @@ mod tests {
     }
 
     impl PostFilter for FakePostFilter {
-        fn post_filter(
-            &self,
-            _: &CycleState,
-            _: &PodInfo,
-            _: &Snapshot,
-            diagnosis: &Diagnosis,
-            _: &Profile,
-        ) -> PostFilterOutcome {
+        fn post_filter(&self, _: &CycleState, input: &PostFilterInput) -> PostFilterOutcome {
             self.calls.fetch_add(1, Ordering::Relaxed);
-            match diagnosis
+            match input
+                .diagnosis
                 .node_rejections
                 .iter()
                 .find(|(_, r)| r.code == Code::Unschedulable)

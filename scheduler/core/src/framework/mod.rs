@@ -269,29 +269,41 @@ pub enum PostFilterOutcome {
     NotEligible(String),
 }
 
+/// What a PostFilter reads: the pod no node fitted, the cluster, why each node failed, and
+/// the profile whose filters it may run again on a node with victims removed.
+#[derive(Clone, Copy)]
+pub struct PostFilterInput<'a> {
+    /// The pod that fits nowhere.
+    pub pod: &'a PodInfo,
+    /// The cluster the cycle filtered.
+    pub snapshot: &'a Snapshot,
+    /// Each node's rejection.
+    pub diagnosis: &'a Diagnosis,
+    /// The profile the cycle ran.
+    pub profile: &'a Profile,
+}
+
 /// PostFilter: runs when no node fits; proposes, never acts.
 pub trait PostFilter: Plugin {
     /// Proposes a nomination, or says why none helps.
-    fn post_filter(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
-        snapshot: &Snapshot,
-        diagnosis: &Diagnosis,
-        profile: &Profile,
-    ) -> PostFilterOutcome;
+    fn post_filter(&self, state: &CycleState, input: &PostFilterInput) -> PostFilterOutcome;
+}
+
+/// What a PreScore reads: the pod, the cluster and the nodes that passed filtering.
+#[derive(Clone, Copy)]
+pub struct PreScoreInput<'a> {
+    /// The pod being scheduled.
+    pub pod: &'a PodInfo,
+    /// The cluster the cycle filtered.
+    pub snapshot: &'a Snapshot,
+    /// The feasible nodes, which Score will rank.
+    pub feasible: &'a [&'a NodeInfo],
 }
 
 /// PreScore: computes per-pod data for scoring once, over the feasible nodes.
 pub trait PreScore: Plugin {
     /// Runs once per cycle, after filtering, before any Score.
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        snapshot: &Snapshot,
-        feasible: &[&NodeInfo],
-    ) -> Result<(), PluginError>;
+    fn pre_score(&self, state: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError>;
 }
 
 /// Score: ranks a feasible node; `normalize` then maps raw scores into `0..=MAX_NODE_SCORE`.

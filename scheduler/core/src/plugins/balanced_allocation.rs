@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::node_resources_fit::{default_resources, ResourceAllocation, ResourceSpec};
 use super::InvalidArgs;
 use crate::framework::{
-    CycleState, NodeInfo, Plugin, PluginError, PodInfo, PreScore, Score, Snapshot, MAX_NODE_SCORE,
+    CycleState, NodeInfo, Plugin, PluginError, PodInfo, PreScore, PreScoreInput, Score,
+    MAX_NODE_SCORE,
 };
 
 /// kube-scheduler's name for the plugin.
@@ -140,13 +141,8 @@ impl Plugin for BalancedAllocation {
 }
 
 impl PreScore for BalancedAllocation {
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        _snapshot: &Snapshot,
-        _feasible: &[&NodeInfo],
-    ) -> Result<(), PluginError> {
+    fn pre_score(&self, state: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError> {
+        let pod = input.pod;
         state.insert(PreScoreState::new(&self.allocation, pod));
         Ok(())
     }

@@ -31,8 +31,8 @@ use serde::{Deserialize, Serialize};
 use super::InvalidArgs;
 use crate::framework::{
     run_filters_with_nominated_pods, Code, CycleState, Diagnosis, DisruptionBudget, NodeInfo,
-    Nomination, Plugin, PodInfo, PostFilter, PostFilterOutcome, Profile, Rejection, Snapshot,
-    Victim,
+    Nomination, Plugin, PodInfo, PostFilter, PostFilterInput, PostFilterOutcome, Profile,
+    Rejection, Snapshot, Victim,
 };
 
 /// kube-scheduler's name for the plugin.
@@ -161,14 +161,13 @@ impl Plugin for DefaultPreemption {
 }
 
 impl PostFilter for DefaultPreemption {
-    fn post_filter(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
-        snapshot: &Snapshot,
-        diagnosis: &Diagnosis,
-        profile: &Profile,
-    ) -> PostFilterOutcome {
+    fn post_filter(&self, state: &CycleState, input: &PostFilterInput) -> PostFilterOutcome {
+        let PostFilterInput {
+            pod,
+            snapshot,
+            diagnosis,
+            profile,
+        } = *input;
         if pod.pod.spec.preemption_policy == Some(PreemptionPolicy::Never) {
             return PostFilterOutcome::NotEligible(MESSAGE_PREEMPTION_POLICY_NEVER.to_string());
         }
@@ -662,6 +661,20 @@ mod tests {
         (state, diagnosis)
     }
 
+    fn post_filter_input<'a>(
+        pod: &'a PodInfo,
+        snapshot: &'a Snapshot,
+        diagnosis: &'a Diagnosis,
+        profile: &'a Profile,
+    ) -> PostFilterInput<'a> {
+        PostFilterInput {
+            pod,
+            snapshot,
+            diagnosis,
+            profile,
+        }
+    }
+
     fn preempt(nodes: Vec<NodeBuilder>, budgets: Vec<DisruptionBudget>, pod: &PodInfo) -> Got {
         let infos: Vec<NodeInfo> = nodes.into_iter().map(Info::info).collect();
         let mut snap = snapshot(&infos);
@@ -669,7 +682,7 @@ mod tests {
         let profile = Profile::default_profile();
         let (state, diagnosis) = diagnose(&profile, pod, &snap);
         let plugin = DefaultPreemption::default();
-        got(plugin.post_filter(&state, pod, &snap, &diagnosis, &profile))
+        got(plugin.post_filter(&state, &post_filter_input(pod, &snap, &diagnosis, &profile)))
     }
 
     struct Case {
@@ -861,8 +874,10 @@ mod tests {
             let pod = nominated_to(preemptor(10, 500), case.nominated);
             let profile = Profile::default_profile();
             let (state, diagnosis) = diagnose(&profile, &pod, &snap);
-            let outcome =
-                DefaultPreemption::default().post_filter(&state, &pod, &snap, &diagnosis, &profile);
+            let outcome = DefaultPreemption::default().post_filter(
+                &state,
+                &post_filter_input(&pod, &snap, &diagnosis, &profile),
+            );
             assert_eq!(got(outcome), case.want, "{}", case.name);
         }
     }
@@ -1272,8 +1287,10 @@ mod tests {
                 ..Diagnosis::default()
             };
             let state = CycleState::new();
-            let outcome =
-                DefaultPreemption::default().post_filter(&state, &pod, &snap, &diagnosis, &profile);
+            let outcome = DefaultPreemption::default().post_filter(
+                &state,
+                &post_filter_input(&pod, &snap, &diagnosis, &profile),
+            );
             assert_eq!(got(outcome), case.want, "{}", case.name);
         }
     }

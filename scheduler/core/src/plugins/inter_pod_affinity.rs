@@ -22,7 +22,8 @@ use crate::framework::cache::IncrementalCache;
 use crate::framework::hash::FastHashMap;
 use crate::framework::{
     AffinityTerm, CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter,
-    PreFilterOutcome, PreScore, Rejection, Score, Snapshot, WeightedAffinityTerm, MAX_NODE_SCORE,
+    PreFilterOutcome, PreScore, PreScoreInput, Rejection, Score, Snapshot, WeightedAffinityTerm,
+    MAX_NODE_SCORE,
 };
 
 /// kube-scheduler's name for the plugin.
@@ -561,13 +562,12 @@ impl InterPodAffinity {
 }
 
 impl PreScore for InterPodAffinity {
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        snapshot: &Snapshot,
-        feasible: &[&NodeInfo],
-    ) -> Result<(), PluginError> {
+    fn pre_score(&self, state: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError> {
+        let PreScoreInput {
+            pod,
+            snapshot,
+            feasible,
+        } = *input;
         if feasible.is_empty() {
             return Ok(());
         }

@@ -442,7 +442,7 @@ mod tests {
     fn cached_plugins_decide_as_fresh_ones() {
         use std::sync::Arc;
 
-        use crate::framework::{NodeInfo, PodInfo, Snapshot};
+        use crate::framework::{NodeInfo, PodInfo, PreScoreInput, Snapshot};
         use crate::perf::workloads::{node as template_node, PodTemplate, MEASURED_NAMESPACE};
 
         struct Case {
@@ -491,8 +491,12 @@ mod tests {
             }
             let nodes: Vec<&NodeInfo> = snapshot.nodes().iter().collect();
             if let Some(pre) = &plugin.pre_score {
-                pre.pre_score(&mut state, pod, snapshot, &nodes)
-                    .expect("pre_score");
+                let input = PreScoreInput {
+                    pod,
+                    snapshot,
+                    feasible: &nodes,
+                };
+                pre.pre_score(&mut state, &input).expect("pre_score");
             }
             nodes
                 .iter()

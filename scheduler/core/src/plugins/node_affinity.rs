@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{default_normalize_score, InvalidArgs};
 use crate::framework::{
     CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter, PreFilterOutcome,
-    PreScore, Rejection, Score, Snapshot, MAX_NODE_SCORE,
+    PreScore, PreScoreInput, Rejection, Score, Snapshot, MAX_NODE_SCORE,
 };
 
 /// kube-scheduler's name for the plugin.
@@ -476,13 +476,8 @@ impl Filter for NodeAffinityPlugin {
 }
 
 impl PreScore for NodeAffinityPlugin {
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        _snapshot: &Snapshot,
-        _feasible: &[&NodeInfo],
-    ) -> Result<(), PluginError> {
+    fn pre_score(&self, state: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError> {
+        let pod = input.pod;
         let preferred = pod_preferred_terms(&pod.pod).map_err(|e| PluginError {
             plugin: NAME,
             message: format!(
@@ -1062,7 +1057,14 @@ addedAffinity:
             )
             .info();
         let err = NodeAffinityPlugin::default()
-            .pre_score(&mut CycleState::new(), &pod, &Snapshot::new(), &[])
+            .pre_score(
+                &mut CycleState::new(),
+                &PreScoreInput {
+                    pod: &pod,
+                    snapshot: &Snapshot::new(),
+                    feasible: &[],
+                },
+            )
             .expect_err("an unparsable Gt value is an error");
         assert!(err.message.contains("must be an integer"), "{err}");
     }

@@ -12,7 +12,8 @@ use super::InvalidArgs;
 use crate::framework::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::framework::{
     Code, CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter,
-    PreFilterOutcome, PreScore, Rejection, Resources, Score, Snapshot, MAX_NODE_SCORE,
+    PreFilterOutcome, PreScore, PreScoreInput, Rejection, Resources, Score, Snapshot,
+    MAX_NODE_SCORE,
 };
 
 /// kube-scheduler's name for the plugin.
@@ -681,13 +682,8 @@ impl Filter for NodeResourcesFit {
 }
 
 impl PreScore for NodeResourcesFit {
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        _snapshot: &Snapshot,
-        _feasible: &[&NodeInfo],
-    ) -> Result<(), PluginError> {
+    fn pre_score(&self, state: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError> {
+        let pod = input.pod;
         state.insert(PreScoreState {
             pod_requests: self.allocation.pod_requests(pod),
         });

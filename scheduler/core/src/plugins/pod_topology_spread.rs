@@ -27,7 +27,7 @@ use super::InvalidArgs;
 use crate::framework::cache::IncrementalCache;
 use crate::framework::{
     CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter, PreFilterOutcome,
-    PreScore, Rejection, Score, Snapshot, MAX_NODE_SCORE,
+    PreScore, PreScoreInput, Rejection, Score, Snapshot, MAX_NODE_SCORE,
 };
 
 /// kube-scheduler's name for the plugin.
@@ -484,13 +484,12 @@ struct PreScoreState {
 }
 
 impl PreScore for PodTopologySpread {
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        snapshot: &Snapshot,
-        feasible: &[&NodeInfo],
-    ) -> Result<(), PluginError> {
+    fn pre_score(&self, state: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError> {
+        let PreScoreInput {
+            pod,
+            snapshot,
+            feasible,
+        } = *input;
         if snapshot.is_empty() {
             return Ok(());
         }

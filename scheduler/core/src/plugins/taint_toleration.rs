@@ -7,8 +7,8 @@ use berth_model::model::{Taint, TaintEffect, Toleration, TolerationOperator};
 
 use super::default_normalize_score;
 use crate::framework::{
-    CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreScore, Rejection, Score,
-    Snapshot, MAX_NODE_SCORE,
+    CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreScore, PreScoreInput,
+    Rejection, Score, MAX_NODE_SCORE,
 };
 
 /// kube-scheduler's name for the plugin.
@@ -129,13 +129,8 @@ impl Filter for TaintToleration {
 }
 
 impl PreScore for TaintToleration {
-    fn pre_score(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        _snapshot: &Snapshot,
-        _feasible: &[&NodeInfo],
-    ) -> Result<(), PluginError> {
+    fn pre_score(&self, state: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError> {
+        let pod = input.pod;
         state.insert(PreScoreState::new(pod));
         Ok(())
     }
@@ -158,6 +153,7 @@ impl Score for TaintToleration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framework::Snapshot;
     use crate::plugins::testing::{
         equal_toleration, exists_toleration, scores, Info, NodeBuilder, PodBuilder,
     };

@@ -11,7 +11,9 @@ pub(crate) use berth_model::testing::{
 };
 
 use super::{parse_args, InvalidArgs, RegistryError};
-use crate::framework::{CycleState, NodeInfo, PluginError, PodInfo, PreScore, Score, Snapshot};
+use crate::framework::{
+    CycleState, NodeInfo, PluginError, PodInfo, PreScore, PreScoreInput, Score, Snapshot,
+};
 
 /// Turns a builder into what plugins see.
 pub(crate) trait Info {
@@ -142,7 +144,12 @@ pub(crate) fn scores<P: PreScore + Score>(
     feasible: &[&NodeInfo],
 ) -> Result<(Vec<i64>, Vec<i64>), PluginError> {
     let mut state = CycleState::new();
-    plugin.pre_score(&mut state, pod, snap, feasible)?;
+    let input = PreScoreInput {
+        pod,
+        snapshot: snap,
+        feasible,
+    };
+    plugin.pre_score(&mut state, &input)?;
     let raw: Vec<i64> = feasible
         .iter()
         .map(|n| plugin.score(&state, pod, n))
