@@ -133,15 +133,7 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
         .into_iter()
         .cloned()
         .collect();
-    let nodes: Vec<Node> = m
-        .cache
-        .list(Kind::Node, None)
-        .into_iter()
-        .filter_map(|o| match o {
-            Object::Node(n) => Some(n.clone()),
-            _ => None,
-        })
-        .collect();
+    let nodes: Vec<Node> = m.cache.nodes().into_iter().cloned().collect();
     let node_refs: Vec<&Node> = nodes.iter().collect();
     let pod_refs: Vec<&Pod> = pods.iter().collect();
     let plan = plan(&ds, &node_refs, &pod_refs);
@@ -199,21 +191,11 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
             );
         }
     }
-    let status = &ds.status;
-    if status.desired_number_scheduled == plan.desired
-        && status.current_number_scheduled == plan.current
-        && status.number_ready == plan.ready
-    {
-        return Ok(());
-    }
-    let mut updated = ds.clone();
+    let mut updated = ds;
     updated.status.desired_number_scheduled = plan.desired;
     updated.status.current_number_scheduled = plan.current;
     updated.status.number_ready = plan.ready;
-    m.commit(vec![Op::Update {
-        object: Object::DaemonSet(updated),
-        precondition: Precondition::ResourceVersion(ds.metadata.resource_version.clone()),
-    }])
+    m.update_if_changed(&ds_obj, Object::DaemonSet(updated))
 }
 
 #[cfg(test)]

@@ -293,20 +293,13 @@ fn update_status(
     olds: &[ReplicaSet],
 ) -> Result<(), Error> {
     let all: Vec<&ReplicaSet> = new_rs.into_iter().chain(olds.iter()).collect();
-    let mut status = d.status.clone();
+    let mut updated = d.clone();
+    let status = &mut updated.status;
     status.replicas = all.iter().map(|rs| rs.status.replicas).sum();
     status.ready_replicas = all.iter().map(|rs| rs.status.ready_replicas).sum();
     status.available_replicas = all.iter().map(|rs| rs.status.available_replicas).sum();
     status.updated_replicas = new_rs.map_or(0, |rs| rs.status.replicas);
-    if status == d.status {
-        return Ok(());
-    }
-    let mut updated = d.clone();
-    updated.status = status;
-    m.commit(vec![Op::Update {
-        object: Object::Deployment(updated),
-        precondition: Precondition::ResourceVersion(d.metadata.resource_version.clone()),
-    }])
+    m.update_if_changed(&Object::Deployment(d.clone()), Object::Deployment(updated))
 }
 
 #[cfg(test)]

@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 
 use berth_proto::model::{Kind, Object, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus};
-use berth_store::{Op, Precondition};
 use tracing::debug;
 
 use super::{controller_of, object_ref, Cache, ControllerManager, Error};
@@ -150,22 +149,15 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
             status
         }
     };
-    let same = pdb.status.current_healthy == status.current_healthy
-        && pdb.status.desired_healthy == status.desired_healthy
-        && pdb.status.disruptions_allowed == status.disruptions_allowed
-        && pdb.status.expected_pods == status.expected_pods;
-    if same {
-        return Ok(());
-    }
     let mut updated = pdb.clone();
     updated.status.current_healthy = status.current_healthy;
     updated.status.desired_healthy = status.desired_healthy;
     updated.status.disruptions_allowed = status.disruptions_allowed;
     updated.status.expected_pods = status.expected_pods;
-    m.commit(vec![Op::Update {
-        object: Object::PodDisruptionBudget(updated),
-        precondition: Precondition::ResourceVersion(pdb.metadata.resource_version.clone()),
-    }])
+    m.update_if_changed(
+        &Object::PodDisruptionBudget(pdb),
+        Object::PodDisruptionBudget(updated),
+    )
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use berth_proto::model::{Kind, Object, ObjectKey, ObjectReference, OwnerReference, Pod};
-use berth_store::{ObjectStore, Op};
+use berth_store::{ObjectStore, Op, Precondition};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use tokio_util::sync::CancellationToken;
@@ -366,6 +366,19 @@ impl ControllerManager {
             }
         }
         Ok(())
+    }
+
+    /// Writes `updated`, a copy of the cached `current` with new fields, unless it is the
+    /// same; the write fails if the object changed meanwhile (its resourceVersion).
+    pub fn update_if_changed(&mut self, current: &Object, updated: Object) -> Result<(), Error> {
+        if updated == *current {
+            return Ok(());
+        }
+        let resource_version = current.meta().resource_version.clone();
+        self.commit(vec![Op::Update {
+            object: updated,
+            precondition: Precondition::ResourceVersion(resource_version),
+        }])
     }
 
     /// The store, for reads that admission needs.

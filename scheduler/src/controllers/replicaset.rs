@@ -228,22 +228,11 @@ fn create_pods(
 fn update_status(m: &mut ControllerManager, rs: &ReplicaSet, owned: &[Pod]) -> Result<(), Error> {
     let refs: Vec<&Pod> = owned.iter().collect();
     let (replicas, ready, available) = replica_counts(&refs);
-    let status = &rs.status;
-    if status.replicas == replicas
-        && status.ready_replicas == ready
-        && status.available_replicas == available
-    {
-        return Ok(());
-    }
     let mut updated = rs.clone();
     updated.status.replicas = replicas;
     updated.status.ready_replicas = ready;
     updated.status.available_replicas = available;
-    let precondition = Precondition::ResourceVersion(rs.metadata.resource_version.clone());
-    m.commit(vec![Op::Update {
-        object: Object::ReplicaSet(updated),
-        precondition,
-    }])
+    m.update_if_changed(&Object::ReplicaSet(rs.clone()), Object::ReplicaSet(updated))
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use berth_proto::model::{Kind, Object, ObjectKey, Pod};
+use berth_proto::model::{Kind, Node, Object, ObjectKey, Pod};
 use berth_store::{Change, ChangeType, ObjectStore};
 use tokio::sync::broadcast;
 use tracing::{debug, warn};
@@ -174,12 +174,30 @@ impl Reflector {
 
     /// Every pod of a namespace, in name order.
     pub fn pods(&self, namespace: &str) -> Vec<&Pod> {
-        self.list(Kind::Pod, Some(namespace))
+        self.list_of(Kind::Pod, Some(namespace), |o| match o {
+            Object::Pod(p) => Some(p),
+            _ => None,
+        })
+    }
+
+    /// Every node, in name order.
+    pub fn nodes(&self) -> Vec<&Node> {
+        self.list_of(Kind::Node, None, |o| match o {
+            Object::Node(n) => Some(n),
+            _ => None,
+        })
+    }
+
+    /// [`Reflector::list`], each object as its kind's type.
+    fn list_of<'a, T>(
+        &'a self,
+        kind: Kind,
+        namespace: Option<&str>,
+        typed: fn(&'a Object) -> Option<&'a T>,
+    ) -> Vec<&'a T> {
+        self.list(kind, namespace)
             .into_iter()
-            .filter_map(|o| match o {
-                Object::Pod(p) => Some(p),
-                _ => None,
-            })
+            .filter_map(typed)
             .collect()
     }
 

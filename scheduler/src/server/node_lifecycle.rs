@@ -327,33 +327,27 @@ pub fn reconcile_taints(node: &Node, no_execute: Option<&str>, now: Time) -> Vec
         .filter(|t| !is_managed(t))
         .cloned()
         .collect();
-    for (type_, status, key) in CONDITION_TAINTS {
-        if condition_status(node, type_) == Some(status) {
-            let kept = node
-                .spec
-                .taints
-                .iter()
-                .find(|t| t.key == key && t.effect == TaintEffect::NoSchedule);
-            taints.push(kept.cloned().unwrap_or(Taint {
-                key: key.to_string(),
-                value: String::new(),
-                effect: TaintEffect::NoSchedule,
-                time_added: None,
-            }));
-        }
-    }
-    if let Some(key) = no_execute {
+    // The node's own taint of that key and effect, else a new one added at `time_added`.
+    let kept_or_new = |key: &str, effect: TaintEffect, time_added: Option<Time>| {
         let kept = node
             .spec
             .taints
             .iter()
-            .find(|t| t.key == key && t.effect == TaintEffect::NoExecute);
-        taints.push(kept.cloned().unwrap_or(Taint {
+            .find(|t| t.key == key && t.effect == effect);
+        kept.cloned().unwrap_or(Taint {
             key: key.to_string(),
             value: String::new(),
-            effect: TaintEffect::NoExecute,
-            time_added: Some(now),
-        }));
+            effect,
+            time_added,
+        })
+    };
+    for (type_, status, key) in CONDITION_TAINTS {
+        if condition_status(node, type_) == Some(status) {
+            taints.push(kept_or_new(key, TaintEffect::NoSchedule, None));
+        }
+    }
+    if let Some(key) = no_execute {
+        taints.push(kept_or_new(key, TaintEffect::NoExecute, Some(now)));
     }
     taints
 }
@@ -398,16 +392,7 @@ impl NodeLifecycleController {
         let wall = Time::now();
         // Catch up with the store first (the informer lists on its first call).
         while self.nodes.try_next().is_some() {}
-        let nodes: Vec<Node> = self
-            .nodes
-            .cache()
-            .list(Kind::Node, None)
-            .into_iter()
-            .filter_map(|o| match o {
-                Object::Node(n) => Some(n.clone()),
-                _ => None,
-            })
-            .collect();
+        let nodes: Vec<Node> = self.nodes.cache().nodes().into_iter().cloned().collect();
         let names: HashSet<&str> = nodes.iter().map(|n| n.metadata.name.as_str()).collect();
         self.health.retain(&names);
 
