@@ -4,31 +4,26 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use common::{str_at, wait_until, TestCluster};
 
-use common::{str_at, wait_until, Proc, TestCluster};
+/// The flags of a sim agent of 4 cpu and 1Gi whose memory-pressure eviction starts below
+/// 200Mi available, checked every second.
+const PRESSURE: [&str; 10] = [
+    "--runtime",
+    "sim",
+    "--cpu",
+    "4",
+    "--memory",
+    "1Gi",
+    "--housekeeping-interval",
+    "1s",
+    "--eviction-hard",
+    "memory.available<200Mi",
+];
 
-/// Starts an agent with the given runtime flags, logging to `<name>.log` in the cluster's
-/// folder.
+/// Starts an agent with the given runtime flags and waits until its node registers.
 fn start_agent(cluster: &mut TestCluster, name: &str, args: &[&str]) {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(cluster.dir.path().join(format!("{name}.log")))
-        .expect("agent log file");
-    let child = Command::new(env!("CARGO_BIN_EXE_berth-agent"))
-        .args(["--server", &cluster.server(), "--node-name", name])
-        .args(["--heartbeat-interval", "1s"])
-        .args(args)
-        .env_remove("BERTH_TOKEN")
-        .stdout(Stdio::from(log.try_clone().expect("log file")))
-        .stderr(Stdio::from(log))
-        .spawn()
-        .expect("starting berth-agent");
-    cluster.agents.push(Proc {
-        child,
-        name: name.into(),
-    });
+    cluster.spawn_agent(name, args, &[]);
     wait_until(&format!("node {name} registers"), || {
         cluster.berth(&["get", "node", name]).status.success()
     });
@@ -46,24 +41,8 @@ fn phase(cluster: &TestCluster, pod: &str) -> String {
 #[test]
 fn memory_pressure_evicts_the_pod_over_its_request_first() {
     let mut cluster = TestCluster::start();
-    start_agent(
-        &mut cluster,
-        "n1",
-        &[
-            "--runtime",
-            "sim",
-            "--cpu",
-            "4",
-            "--memory",
-            "1Gi",
-            "--housekeeping-interval",
-            "1s",
-            "--eviction-hard",
-            "memory.available<200Mi",
-            "--eviction-pressure-transition-period",
-            "2s",
-        ],
-    );
+    let transition = ["--eviction-pressure-transition-period", "2s"];
+    start_agent(&mut cluster, "n1", &[&PRESSURE[..], &transition].concat());
     apply(
         &cluster,
         "pressure.yaml",
@@ -259,19 +238,7 @@ fn pods_of(cluster: &TestCluster, selector: &str) -> Vec<(String, String, String
 #[test]
 fn an_evicted_deployment_pod_is_replaced_on_another_node() {
     let mut cluster = TestCluster::start();
-    let pressure = [
-        "--runtime",
-        "sim",
-        "--cpu",
-        "4",
-        "--memory",
-        "1Gi",
-        "--housekeeping-interval",
-        "1s",
-        "--eviction-hard",
-        "memory.available<200Mi",
-    ];
-    start_agent(&mut cluster, "n1", &pressure);
+    start_agent(&mut cluster, "n1", &PRESSURE);
     apply(
         &cluster,
         "greedy.yaml",

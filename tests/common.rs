@@ -181,21 +181,30 @@ impl TestCluster {
         args: &[&str],
         env: &[(&str, &str)],
     ) {
+        let sim = [
+            "--runtime",
+            "sim",
+            "--cpu",
+            cpu,
+            "--memory",
+            memory,
+            "--pods",
+            "110",
+        ];
+        self.spawn_agent(name, &[&sim, args].concat(), env);
+    }
+
+    /// Starts an agent for node `name` with only the flags given (runtime, capacity,
+    /// intervals) and environment, logging to `<name>.log`; it heartbeats every second and
+    /// trusts the cluster's CA, if any.
+    pub fn spawn_agent(&mut self, name: &str, args: &[&str], env: &[(&str, &str)]) {
         let log = self.log(name);
         let mut command = Command::new(env!("CARGO_BIN_EXE_berth-agent"));
         if let Some(ca) = &self.security.ca {
             command.arg("--ca").arg(ca);
         }
         let child = command
-            .args([
-                "--server",
-                &self.server(),
-                "--node-name",
-                name,
-                "--runtime",
-                "sim",
-            ])
-            .args(["--cpu", cpu, "--memory", memory, "--pods", "110"])
+            .args(["--server", &self.server(), "--node-name", name])
             .args(["--heartbeat-interval", "1s"])
             .args(args)
             .env_remove("BERTH_TOKEN")
@@ -232,6 +241,19 @@ impl TestCluster {
             command.env("BERTH_CA", ca);
         }
         command.output().expect("running berth")
+    }
+
+    /// How many nodes `berth get nodes` shows Ready.
+    pub fn ready_nodes(&self) -> usize {
+        let out = self.berth_ok(&["get", "nodes"]);
+        out.lines().filter(|l| l.contains(" Ready")).count()
+    }
+
+    /// Waits until `berth get nodes` shows `count` nodes Ready.
+    pub fn wait_ready_nodes(&self, count: usize) {
+        wait_until(&format!("{count} nodes are Ready"), || {
+            self.ready_nodes() == count
+        });
     }
 
     /// The agent process of a node.
@@ -299,16 +321,21 @@ impl TestCluster {
     }
 }
 
-/// Polls `cond` until it holds, failing the test after [`TIMEOUT`].
-pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + TIMEOUT;
+/// Polls `cond` every 100 ms until it holds, failing the test after [`TIMEOUT`].
+pub fn wait_until(what: &str, cond: impl FnMut() -> bool) {
+    poll(what, TIMEOUT, Duration::from_millis(100), cond);
+}
+
+/// Polls `cond` every `every` until it holds, failing the test after `limit`.
+fn poll(what: &str, limit: Duration, every: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if cond() {
             return;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(every);
     }
-    panic!("timed out waiting until {what}");
+    panic!("timed out after {limit:?} waiting until {what}");
 }
 
 /// The string at a JSON pointer, or "".
@@ -380,6 +407,43 @@ pub fn pod_yaml(name: &str, cpu: &str, metadata: &str, spec: &str) -> String {
     )
 }
 
+/// Applies a YAML manifest through the API, as one request.
+pub fn apply_yaml(
+    rt: &tokio::runtime::Runtime,
+    channel: &tonic::transport::Channel,
+    yaml: &str,
+) -> Result<(), tonic::Status> {
+    let request = berth_proto::pb::ApplyRequest {
+        objects: objects(yaml),
+        dry_run: false,
+    };
+    rt.block_on(api(channel).apply(request)).map(|_| ())
+}
+
+/// Where pods are: (uid, node) by pod name.
+pub type Placements = std::collections::BTreeMap<String, (String, String)>;
+
+/// Where each bound pod is.
+pub fn placements(pods: &[berth_proto::model::Pod]) -> Placements {
+    pods.iter()
+        .filter(|p| !p.spec.node_name.is_empty())
+        .map(|p| {
+            (
+                p.metadata.name.clone(),
+                (p.metadata.uid.clone(), p.spec.node_name.clone()),
+            )
+        })
+        .collect()
+}
+
+/// Fails the test if a pod of `before` ([`placements`]) is not where it was in `after`;
+/// `when` ends the message ("across the restart").
+pub fn assert_not_moved(before: &Placements, after: &Placements, when: &str) {
+    for (name, placed) in before {
+        assert_eq!(after.get(name), Some(placed), "{name} moved {when}");
+    }
+}
+
 /// Every pod, from a List call.
 pub fn list_pods(
     rt: &tokio::runtime::Runtime,
@@ -422,15 +486,8 @@ pub fn strip_ansi(text: &str) -> String {
 
 /// Polls `cond` until it holds, failing the test after `limit` (for the long runs of the
 /// crash and fault tests; the limit is a failure guard, never an expectation).
-pub fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if cond() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!("timed out after {limit:?} waiting until {what}");
+pub fn wait_for(what: &str, limit: Duration, cond: impl FnMut() -> bool) {
+    poll(what, limit, Duration::from_millis(200), cond);
 }
 
 /// The message an agent logs, with the pod's `uid=`, when it starts a pod.

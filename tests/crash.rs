@@ -6,15 +6,15 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use berth_proto::model::{Pod, PodPhase};
 use berth_proto::pb;
 use common::{
-    channel, cpu_millis, list_pods, objects, pod_yaml, runtime, uids_logged, wait_for, wait_until,
-    TestCluster,
+    apply_yaml, assert_not_moved, channel, cpu_millis, list_pods, objects, placements, pod_yaml,
+    runtime, uids_logged, wait_for, wait_until, TestCluster,
 };
 
 /// Pods of the crash run.
@@ -38,19 +38,6 @@ fn batch(b: usize) -> Vec<pb::Object> {
         .map(|i| pod_yaml(&pod_name(i), "100m", "", ""))
         .collect();
     objects(&yaml)
-}
-
-/// Where each bound pod is, by name: (uid, node).
-fn placements(pods: &[Pod]) -> BTreeMap<String, (String, String)> {
-    pods.iter()
-        .filter(|p| !p.spec.node_name.is_empty())
-        .map(|p| {
-            (
-                p.metadata.name.clone(),
-                (p.metadata.uid.clone(), p.spec.node_name.clone()),
-            )
-        })
-        .collect()
 }
 
 /// Checks the invariants that hold at every moment: no node holds more than it has, and
@@ -98,8 +85,7 @@ fn kill_9_in_the_middle_of_a_1000_pod_run_loses_nothing_and_binds_nothing_twice(
         cluster.start_agent(node, NODE_CPU, "64Gi");
     }
     wait_for("every node is Ready", GUARD, || {
-        let out = cluster.berth_ok(&["get", "nodes"]);
-        out.lines().filter(|l| l.contains(" Ready")).count() == NODES
+        cluster.ready_nodes() == NODES
     });
 
     // Apply the pods in batches from another thread, retrying a batch until it is
@@ -176,14 +162,7 @@ fn kill_9_in_the_middle_of_a_1000_pod_run_loses_nothing_and_binds_nothing_twice(
             );
         }
     }
-    let after_placements = placements(&after);
-    for (name, placed) in &before {
-        assert_eq!(
-            after_placements.get(name),
-            Some(placed),
-            "binding of {name} changed across the crash"
-        );
-    }
+    assert_not_moved(&before, &placements(&after), "across the crash");
 
     applier.join().expect("the applier finished");
     wait_for("all 1,000 pods are bound and Running", GUARD, || {
@@ -195,14 +174,7 @@ fn kill_9_in_the_middle_of_a_1000_pod_run_loses_nothing_and_binds_nothing_twice(
         })
     });
     let pods = list_pods(&rt, &api, None).expect("listing pods");
-    let final_placements = placements(&pods);
-    for (name, placed) in &before {
-        assert_eq!(
-            final_placements.get(name),
-            Some(placed),
-            "binding of {name} changed after the restart"
-        );
-    }
+    assert_not_moved(&before, &placements(&pods), "after the restart");
     let mut expected: Vec<String> = (0..PODS).map(pod_name).collect();
     let mut got: Vec<String> = pods.iter().map(|p| p.metadata.name.clone()).collect();
     expected.sort();
@@ -229,24 +201,13 @@ fn sigterm_right_after_an_apply_finishes_in_flight_work_and_loses_nothing() {
     let mut cluster = TestCluster::start();
     cluster.start_agent("a", "4", "8Gi");
     cluster.start_agent("b", "4", "8Gi");
-    wait_until("both nodes are Ready", || {
-        cluster
-            .berth_ok(&["get", "nodes"])
-            .lines()
-            .filter(|l| l.contains(" Ready"))
-            .count()
-            == 2
-    });
+    cluster.wait_ready_nodes(2);
     let rt = runtime();
     let api = channel(&rt, &cluster);
     let yaml: String = (0..100)
         .map(|i| pod_yaml(&format!("p-{i:03}"), "50m", "", ""))
         .collect();
-    rt.block_on(common::api(&api).apply(pb::ApplyRequest {
-        objects: objects(&yaml),
-        dry_run: false,
-    }))
-    .expect("the apply is acknowledged");
+    apply_yaml(&rt, &api, &yaml).expect("the apply is acknowledged");
 
     // SIGTERM at once: the scheduler stops by itself, cleanly, closing the agents' streams.
     let status = cluster.scheduler.as_mut().unwrap().terminate();
@@ -279,14 +240,7 @@ fn sigterm_right_after_an_apply_finishes_in_flight_work_and_loses_nothing() {
         })
     });
     let pods = list_pods(&rt, &api, None).expect("listing pods");
-    let after = placements(&pods);
-    for (name, placed) in &before {
-        assert_eq!(
-            after.get(name),
-            Some(placed),
-            "binding of {name} changed across the shutdown"
-        );
-    }
+    assert_not_moved(&before, &placements(&pods), "across the shutdown");
     let mut cpu: HashMap<&str, i64> = HashMap::new();
     for pod in &pods {
         *cpu.entry(pod.spec.node_name.as_str()).or_default() += cpu_millis(pod);

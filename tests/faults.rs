@@ -5,27 +5,15 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use berth_proto::model::{Pod, PodPhase};
-use berth_proto::pb;
 use common::{
-    channel, list_pods, objects, pod_yaml, runtime, uids_logged, wait_until, TestCluster,
+    apply_yaml, assert_not_moved, channel, list_pods, placements, pod_yaml, runtime, uids_logged,
+    wait_until, TestCluster,
 };
 
 const NODES: [&str; 2] = ["a", "b"];
-
-/// (uid, node) of every pod, by name.
-fn placements(pods: &[Pod]) -> BTreeMap<String, (String, String)> {
-    pods.iter()
-        .map(|p| {
-            (
-                p.metadata.name.clone(),
-                (p.metadata.uid.clone(), p.spec.node_name.clone()),
-            )
-        })
-        .collect()
-}
 
 /// Every pod bound and Running.
 fn all_running(pods: &[Pod]) -> bool {
@@ -55,54 +43,31 @@ fn agents_cut_off_and_back_converge_with_no_duplicate_pod() {
     for node in NODES {
         cluster.start_agent(node, "2", "4Gi");
     }
-    wait_until("both nodes are Ready", || {
-        cluster
-            .berth_ok(&["get", "nodes"])
-            .lines()
-            .filter(|l| l.contains(" Ready"))
-            .count()
-            == 2
-    });
+    cluster.wait_ready_nodes(2);
     let rt = runtime();
     let api = channel(&rt, &cluster);
-    let apply = |yaml: &str| {
-        rt.block_on(common::api(&api).apply(pb::ApplyRequest {
-            objects: objects(yaml),
-            dry_run: false,
-        }))
-        .expect("apply");
-    };
+    let apply = |yaml: &str| apply_yaml(&rt, &api, yaml).expect("apply");
     let pods = || -> Vec<Pod> { list_pods(&rt, &api, None).expect("listing pods") };
-    let yaml: String = (0..10)
-        .map(|i| pod_yaml(&format!("p-{i}"), "100m", "", ""))
-        .collect();
-    apply(&yaml);
-    wait_until("the first pods run", || {
-        let p = pods();
-        p.len() == 10 && all_running(&p)
-    });
-    let placed = placements(&pods());
+    // Applies pods p-<first> up to p-<total - 1> and waits until all `total` run.
+    let add_pods = |first: usize, total: usize, what: &str| {
+        let yaml: String = (first..total)
+            .map(|i| pod_yaml(&format!("p-{i}"), "100m", "", ""))
+            .collect();
+        apply(&yaml);
+        wait_until(what, || {
+            let p = pods();
+            p.len() == total && all_running(&p)
+        });
+        placements(&pods())
+    };
+    let placed = add_pods(0, 10, "the first pods run");
 
     // 1. The scheduler crashes: every stream breaks. Agents reconnect to the restarted
     //    scheduler; nothing moves, and new work flows.
     cluster.scheduler.as_mut().unwrap().kill();
     cluster.start_scheduler();
-    let yaml: String = (10..14)
-        .map(|i| pod_yaml(&format!("p-{i}"), "100m", "", ""))
-        .collect();
-    apply(&yaml);
-    wait_until("the cluster converges after the scheduler restart", || {
-        let p = pods();
-        p.len() == 14 && all_running(&p)
-    });
-    let now = placements(&pods());
-    for (name, at) in &placed {
-        assert_eq!(
-            now.get(name),
-            Some(at),
-            "{name} moved across the scheduler restart"
-        );
-    }
+    let now = add_pods(10, 14, "the cluster converges after the scheduler restart");
+    assert_not_moved(&placed, &now, "across the scheduler restart");
     let placed = now;
 
     // 2. Agent a is killed and starts again under the same name, with no pods: the

@@ -37,10 +37,7 @@ fn two_node_cluster() -> TestCluster {
     let mut cluster = TestCluster::start();
     cluster.start_agent("small", "2", "4Gi");
     cluster.start_agent("large", "4", "8Gi");
-    wait_until("both nodes are Ready", || {
-        let out = cluster.berth_ok(&["get", "nodes"]);
-        out.lines().filter(|l| l.contains(" Ready")).count() == 2
-    });
+    cluster.wait_ready_nodes(2);
     cluster
 }
 
@@ -69,10 +66,7 @@ fn pod_lands_on_the_node_that_fits_and_survives_a_scheduler_restart() {
     assert_eq!(str_at(&pod, "/spec/nodeName"), "large");
     assert_eq!(str_at(&pod, "/status/phase"), "Running");
     let uid_before = str_at(&pod, "/metadata/uid").to_string();
-    wait_until("both agents are back", || {
-        let out = cluster.berth_ok(&["get", "nodes"]);
-        out.lines().filter(|l| l.contains(" Ready")).count() == 2
-    });
+    cluster.wait_ready_nodes(2);
     // Re-applying the same manifest changes nothing.
     let out = cluster.berth_ok(&["apply", "-f", path.to_str().unwrap()]);
     assert!(out.contains("pod/big unchanged"), "apply said: {out}");

@@ -88,15 +88,18 @@ fn running(cluster: &TestCluster, name: &str) -> bool {
     pod_exists(cluster, name) && str_at(&cluster.pod_json(name), "/status/phase") == "Running"
 }
 
+/// Whether the node is registered and its Ready condition is True.
+fn node_ready(cluster: &TestCluster, node: &str) -> bool {
+    cluster.berth(&["get", "node", node]).status.success()
+        && condition(&node_json(cluster, node), "Ready")
+            .is_some_and(|c| str_at(c, "/status") == "True")
+}
+
 fn start_two_nodes(cluster: &mut TestCluster) {
     cluster.start_agent("a", "4", "8Gi");
     cluster.start_agent("b", "4", "8Gi");
     wait_until("both nodes are Ready", || {
-        ["a", "b"].iter().all(|n| {
-            cluster.berth(&["get", "node", n]).status.success()
-                && condition(&node_json(cluster, n), "Ready")
-                    .is_some_and(|c| str_at(c, "/status") == "True")
-        })
+        ["a", "b"].iter().all(|n| node_ready(cluster, n))
     });
 }
 
@@ -163,6 +166,21 @@ fn wait_two_second_pod_evicted(cluster: &TestCluster) {
     );
 }
 
+/// A cluster with fast node lifecycle, nodes `a` and `b`, and [`unreachable_pods`] running
+/// on `a`.
+fn cluster_with_unreachable_pods() -> TestCluster {
+    let mut cluster = TestCluster::start_with_flags(FAST_LIFECYCLE);
+    start_two_nodes(&mut cluster);
+    let path = cluster.manifest("pods.yaml", &unreachable_pods());
+    cluster.berth_ok(&["apply", "-f", path.to_str().unwrap()]);
+    wait_until("the pods run on a", || {
+        ["two-seconds", "forever", "default"]
+            .iter()
+            .all(|p| running(&cluster, p))
+    });
+    cluster
+}
+
 /// Waits until node `a` is Ready again with no taints left.
 fn wait_ready_again(cluster: &TestCluster) {
     wait_until("node a is Ready again and untainted", || {
@@ -174,15 +192,7 @@ fn wait_ready_again(cluster: &TestCluster) {
 
 #[test]
 fn a_killed_agent_is_tainted_unreachable_its_pods_leave_and_its_return_clears_the_taints() {
-    let mut cluster = TestCluster::start_with_flags(FAST_LIFECYCLE);
-    start_two_nodes(&mut cluster);
-    let path = cluster.manifest("pods.yaml", &unreachable_pods());
-    cluster.berth_ok(&["apply", "-f", path.to_str().unwrap()]);
-    wait_until("the pods run on a", || {
-        ["two-seconds", "forever", "default"]
-            .iter()
-            .all(|p| running(&cluster, p))
-    });
+    let mut cluster = cluster_with_unreachable_pods();
 
     cluster.agent("a").kill();
     wait_unreachable(&cluster);
@@ -198,15 +208,7 @@ fn a_killed_agent_is_tainted_unreachable_its_pods_leave_and_its_return_clears_th
 
 #[test]
 fn a_paused_agent_is_tainted_unreachable_and_cleared_when_it_resumes() {
-    let mut cluster = TestCluster::start_with_flags(FAST_LIFECYCLE);
-    start_two_nodes(&mut cluster);
-    let path = cluster.manifest("pods.yaml", &unreachable_pods());
-    cluster.berth_ok(&["apply", "-f", path.to_str().unwrap()]);
-    wait_until("the pods run on a", || {
-        ["two-seconds", "forever", "default"]
-            .iter()
-            .all(|p| running(&cluster, p))
-    });
+    let mut cluster = cluster_with_unreachable_pods();
 
     cluster.agent("a").signal("STOP");
     wait_unreachable(&cluster);
@@ -312,22 +314,14 @@ fn web_nodes(cluster: &TestCluster) -> Vec<String> {
 fn a_deployment_moves_off_a_killed_agent_after_its_toleration() {
     let mut cluster = TestCluster::start_with_flags(FAST_LIFECYCLE);
     cluster.start_agent("a", "4", "8Gi");
-    wait_until("node a is Ready", || {
-        cluster.berth(&["get", "node", "a"]).status.success()
-            && condition(&node_json(&cluster, "a"), "Ready")
-                .is_some_and(|c| str_at(c, "/status") == "True")
-    });
+    wait_until("node a is Ready", || node_ready(&cluster, "a"));
     let path = cluster.manifest("web.yaml", DEPLOYMENT);
     cluster.berth_ok(&["apply", "-f", path.to_str().unwrap()]);
     wait_until("both replicas run on a, the only node", || {
         web_nodes(&cluster) == ["a", "a"]
     });
     cluster.start_agent("b", "4", "8Gi");
-    wait_until("node b is Ready", || {
-        cluster.berth(&["get", "node", "b"]).status.success()
-            && condition(&node_json(&cluster, "b"), "Ready")
-                .is_some_and(|c| str_at(c, "/status") == "True")
-    });
+    wait_until("node b is Ready", || node_ready(&cluster, "b"));
 
     cluster.agent("a").kill();
     wait_unreachable(&cluster);

@@ -28,6 +28,12 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Fails the test unless the run failed with `want` in its stderr; `why` names the case.
+fn assert_cli_refused(out: &std::process::Output, want: &str, why: &str) {
+    assert!(!out.status.success(), "{why}");
+    assert!(stderr(out).contains(want), "{why}: {}", stderr(out));
+}
+
 fn node_names(cluster: &TestCluster) -> String {
     cluster.berth_ok(&["get", "nodes"])
 }
@@ -43,34 +49,31 @@ fn tokens_and_roles_gate_every_call_and_node_credentials_are_restricted() {
     let pod = pod.to_str().unwrap();
 
     // Missing and unknown tokens: Unauthenticated.
-    let out = cluster.berth_as(None, &["get", "pods"]);
-    assert!(!out.status.success(), "a call without a token must fail");
-    assert!(
-        stderr(&out).contains("missing credentials"),
-        "{}",
-        stderr(&out)
+    let get_pods = ["get", "pods"];
+    assert_cli_refused(
+        &cluster.berth_as(None, &get_pods),
+        "missing credentials",
+        "a call without a token must fail",
     );
-    let out = cluster.berth_as(Some("not-a-token"), &["get", "pods"]);
-    assert!(!out.status.success(), "an unknown token must fail");
-    assert!(
-        stderr(&out).contains("invalid bearer token"),
-        "{}",
-        stderr(&out)
+    assert_cli_refused(
+        &cluster.berth_as(Some("not-a-token"), &get_pods),
+        "invalid bearer token",
+        "an unknown token must fail",
     );
 
     // A viewer reads but may not write; a node token may not use the user API at all.
-    let out = cluster.berth_as(Some(VIEWER), &["get", "pods"]);
+    let out = cluster.berth_as(Some(VIEWER), &get_pods);
     assert!(out.status.success(), "a viewer may list: {}", stderr(&out));
-    let out = cluster.berth_as(Some(VIEWER), &["apply", "-f", pod]);
-    assert!(!out.status.success(), "a viewer may not apply");
-    assert!(
-        stderr(&out).contains("role viewer (\"bob\") may not call berth.v1.Berth/Apply"),
-        "names the role and the method: {}",
-        stderr(&out)
+    assert_cli_refused(
+        &cluster.berth_as(Some(VIEWER), &["apply", "-f", pod]),
+        "role viewer (\"bob\") may not call berth.v1.Berth/Apply",
+        "a viewer may not apply, and is told the role and the method",
     );
-    let out = cluster.berth_as(Some(NODE_A), &["get", "pods"]);
-    assert!(!out.status.success(), "a node token may not list pods");
-    assert!(stderr(&out).contains("role node"), "{}", stderr(&out));
+    assert_cli_refused(
+        &cluster.berth_as(Some(NODE_A), &get_pods),
+        "role node",
+        "a node token may not list pods",
+    );
     assert!(!node_names(&cluster).contains("web"), "nothing was written");
 
     // The admin writes; an agent with its node token registers and runs the pod.
@@ -465,12 +468,10 @@ fn berth_dev_secures_its_cluster_and_writes_a_client_config_that_works() {
     let out = berth(None);
     assert!(String::from_utf8_lossy(&out.stdout).contains("node-1"));
     // A token from the environment overrides the config's, and a wrong one is refused.
-    let out = berth(Some("wrong"));
-    assert!(!out.status.success(), "the environment's token is used");
-    assert!(
-        stderr(&out).contains("invalid bearer token"),
-        "{}",
-        stderr(&out)
+    assert_cli_refused(
+        &berth(Some("wrong")),
+        "invalid bearer token",
+        "the environment's token is used",
     );
     let status = dev.terminate();
     assert!(status.success(), "berth dev stops cleanly: {status}");

@@ -100,11 +100,7 @@ fn cluster_with_nodes(nodes: &[&str]) -> TestCluster {
     for node in nodes {
         cluster.start_agent(node, "2", "4Gi");
     }
-    let want = nodes.len();
-    wait_until("the nodes are Ready", || {
-        let out = cluster.berth_ok(&["get", "nodes"]);
-        out.lines().filter(|l| l.contains(" Ready")).count() == want
-    });
+    cluster.wait_ready_nodes(nodes.len());
     cluster
 }
 

@@ -201,7 +201,8 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{ObjectMeta, PodPhase, Taint, TaintEffect};
+    use berth_model::testing::NodeBuilder;
+    use berth_proto::model::{PodPhase, TaintEffect};
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
 
@@ -212,26 +213,16 @@ mod tests {
         .expect("test daemonset parses")
     }
 
+    /// A node, labelled `role: worker` or not, tainted `dedicated` with `taint`'s effect.
     fn node(name: &str, worker: bool, taint: Option<TaintEffect>) -> Node {
-        let mut n = Node {
-            metadata: ObjectMeta {
-                name: name.into(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let mut node = NodeBuilder::new(name);
         if worker {
-            n.metadata.labels.insert("role".into(), "worker".into());
+            node = node.label("role", "worker");
         }
         if let Some(effect) = taint {
-            n.spec.taints.push(Taint {
-                key: "dedicated".into(),
-                value: String::new(),
-                effect,
-                time_added: None,
-            });
+            node = node.taint("dedicated", "", effect);
         }
-        n
+        node.build()
     }
 
     fn pod_for(node: &str, name: &str, bound: bool, phase: PodPhase) -> Pod {

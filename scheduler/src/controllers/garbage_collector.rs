@@ -131,47 +131,20 @@ mod tests {
 
     #[test]
     fn orphans_are_those_whose_owners_are_all_gone() {
-        struct Case {
-            name: &'static str,
-            pod: Object,
-            want: bool,
-        }
-        let cases = vec![
-            Case {
-                name: "owner exists",
-                pod: owned_pod(&[("ReplicaSet", "web", "u1")]),
-                want: false,
-            },
-            Case {
-                name: "owner missing",
-                pod: owned_pod(&[("ReplicaSet", "gone", "u9")]),
-                want: true,
-            },
-            Case {
-                name: "owner recreated with another uid",
-                pod: owned_pod(&[("ReplicaSet", "web", "old-uid")]),
-                want: true,
-            },
-            Case {
-                name: "one owner left",
-                pod: owned_pod(&[("ReplicaSet", "gone", "u9"), ("ReplicaSet", "web", "u1")]),
-                want: false,
-            },
-            Case {
-                name: "owner of a kind Berth does not store",
-                pod: owned_pod(&[("StatefulSet", "db", "u5")]),
-                want: false,
-            },
-            Case {
-                name: "reference without uid",
-                pod: owned_pod(&[("ReplicaSet", "gone", "")]),
-                want: false,
-            },
-            Case {
-                name: "no owner",
-                pod: owned_pod(&[]),
-                want: false,
-            },
+        // (case, the pod's owners, orphaned); the cache holds ReplicaSet web with uid u1.
+        let web = ("ReplicaSet", "web", "u1");
+        let gone = ("ReplicaSet", "gone", "u9");
+        let recreated = ("ReplicaSet", "web", "old-uid");
+        let not_stored = ("StatefulSet", "db", "u5");
+        let no_uid = ("ReplicaSet", "gone", "");
+        let cases: [(&str, &[(&str, &str, &str)], bool); 7] = [
+            ("owner exists", &[web], false),
+            ("owner missing", &[gone], true),
+            ("owner recreated with another uid", &[recreated], true),
+            ("one owner left", &[gone, web], false),
+            ("owner of a kind Berth does not store", &[not_stored], false),
+            ("reference without uid", &[no_uid], false),
+            ("no owner", &[], false),
         ];
         let mut cache = Cache::default();
         cache.apply(&Change {
@@ -179,8 +152,8 @@ mod tests {
             object: rs("web", "u1"),
             revision: 1,
         });
-        for case in cases {
-            assert_eq!(is_orphaned(&cache, &case.pod), case.want, "{}", case.name);
+        for (name, owners, want) in cases {
+            assert_eq!(is_orphaned(&cache, &owned_pod(owners)), want, "{name}");
         }
     }
 }

@@ -520,7 +520,7 @@ pub async fn run(mut controller: NodeLifecycleController, shutdown: Cancellation
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::ObjectMeta;
+    use berth_model::testing::NodeBuilder;
     use berth_store::SledStore;
 
     fn condition(type_: &str, status: &str, heartbeat: bool) -> NodeCondition {
@@ -544,13 +544,7 @@ mod tests {
     }
 
     fn node(name: &str, conditions: Vec<NodeCondition>, taints: Vec<Taint>) -> Node {
-        let mut n = Node {
-            metadata: ObjectMeta {
-                name: name.into(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let mut n = NodeBuilder::new(name).build();
         n.status.conditions = conditions;
         n.spec.taints = taints;
         n

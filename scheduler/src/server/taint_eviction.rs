@@ -461,7 +461,8 @@ pub async fn run(mut controller: TaintEvictionController, shutdown: Cancellation
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{ObjectMeta, PodPhase, TolerationOperator};
+    use berth_model::testing::{exists_toleration, NodeBuilder, PodBuilder};
+    use berth_proto::model::PodPhase;
     use berth_store::{ChangeType, SledStore};
 
     fn at(seconds: u64) -> SystemTime {
@@ -482,11 +483,8 @@ mod tests {
 
     fn tolerate(key: &str, effect: Option<TaintEffect>, seconds: Option<i64>) -> Toleration {
         Toleration {
-            key: key.into(),
-            operator: Some(TolerationOperator::Exists),
-            value: String::new(),
-            effect,
             toleration_seconds: seconds,
+            ..exists_toleration(key, effect)
         }
     }
 
@@ -627,32 +625,15 @@ mod tests {
         EventRecorder::new(writer, COMPONENT)
     }
 
+    /// A running pod on `node`.
     fn pod(name: &str, node: &str, tolerations: Vec<Toleration>) -> Pod {
-        let mut p = Pod {
-            metadata: ObjectMeta {
-                name: name.into(),
-                namespace: "default".into(),
-                uid: format!("uid-{name}"),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        p.spec.node_name = node.into();
-        p.spec.tolerations = tolerations;
+        let builder = PodBuilder::new(name).node_name(node);
+        let mut p = tolerations
+            .into_iter()
+            .fold(builder, PodBuilder::toleration)
+            .build();
         p.status.phase = PodPhase::Running;
         p
-    }
-
-    fn node(name: &str, taints: Vec<Taint>) -> Node {
-        let mut n = Node {
-            metadata: ObjectMeta {
-                name: name.into(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        n.spec.taints = taints;
-        n
     }
 
     fn exists(store: &dyn ObjectStore, name: &str) -> bool {
@@ -685,8 +666,8 @@ mod tests {
         let no_exec = Some(TaintEffect::NoExecute);
         store
             .commit(vec![
-                Op::Create(Object::Node(node("n1", vec![]))),
-                Op::Create(Object::Node(node("n2", vec![]))),
+                Op::Create(Object::Node(NodeBuilder::new("n1").build())),
+                Op::Create(Object::Node(NodeBuilder::new("n2").build())),
                 Op::Create(Object::Pod(pod("intolerant", "n1", vec![]))),
                 Op::Create(Object::Pod(pod(
                     "ten-seconds",
@@ -768,15 +749,10 @@ mod tests {
     #[tokio::test]
     async fn an_evicted_pod_is_marked_then_deleted() {
         let store: Arc<dyn ObjectStore> = Arc::new(SledStore::temporary().expect("store"));
-        let taint = Taint {
-            key: "k".into(),
-            value: String::new(),
-            effect: TaintEffect::NoExecute,
-            time_added: None,
-        };
+        let node = NodeBuilder::new("n1").taint("k", "", TaintEffect::NoExecute);
         store
             .commit(vec![
-                Op::Create(Object::Node(node("n1", vec![taint]))),
+                Op::Create(Object::Node(node.build())),
                 Op::Create(Object::Pod(pod("web", "n1", vec![]))),
             ])
             .expect("objects");
