@@ -1,45 +1,18 @@
 //! `berth sim` end to end through the CLI's entry point: a folder of manifests in, the JSON
 //! contract out, notes on stderr, and errors as exit code 1.
 
-use std::io::Write;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 
 use berth_cli::cmd::Io;
 use berth_cli::Cli;
 use clap::Parser;
 use serde_json::json;
 
-/// A `Write` whose bytes the test can read afterwards.
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Buffer {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().expect("buffer lock").clone()).expect("utf-8 output")
-    }
-}
-
-impl Write for Buffer {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("buffer lock").extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Runs `berth ARGS...`; returns (exit code, stdout, stderr).
 async fn berth(args: &[&str]) -> (ExitCode, String, String) {
     let cli = Cli::try_parse_from(std::iter::once("berth").chain(args.iter().copied()))
         .expect("the command line parses");
-    let (out, err) = (Buffer::default(), Buffer::default());
-    let mut io = Io {
-        out: Box::new(out.clone()),
-        err: Box::new(err.clone()),
-    };
+    let (mut io, out, err) = Io::captured();
     let code = berth_cli::execute(cli, &mut io).await;
     (code, out.text(), err.text())
 }

@@ -54,34 +54,19 @@ mod tests {
 
     #[test]
     fn cordon_messages_follow_kubectl() {
-        // (case, node already unschedulable, cordon or uncordon, the update kubectl prints)
+        // (node already unschedulable, cordon or uncordon, node written, what kubectl prints)
         let cases = [
-            (
-                "cordon",
-                false,
-                true,
-                Update::Write("node/n1 cordoned".into()),
-            ),
-            (
-                "already cordoned",
-                true,
-                true,
-                Update::Unchanged("node/n1 already cordoned".into()),
-            ),
-            (
-                "uncordon",
-                true,
-                false,
-                Update::Write("node/n1 uncordoned".into()),
-            ),
-            (
-                "already uncordoned",
-                false,
-                false,
-                Update::Unchanged("node/n1 already uncordoned".into()),
-            ),
+            (false, true, true, "node/n1 cordoned"),
+            (true, true, false, "node/n1 already cordoned"),
+            (true, false, true, "node/n1 uncordoned"),
+            (false, false, false, "node/n1 already uncordoned"),
         ];
-        for (name, unschedulable, cordon, want) in cases {
+        for (unschedulable, cordon, written, name) in cases {
+            let want = if written {
+                Update::Write(name.into())
+            } else {
+                Update::Unchanged(name.into())
+            };
             let mut node = Object::from_json(Kind::Node, br#"{"metadata": {"name": "n1"}}"#)
                 .expect("a valid node");
             if let Object::Node(n) = &mut node {

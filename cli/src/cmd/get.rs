@@ -18,9 +18,8 @@ use std::time::SystemTime;
 
 use anyhow::bail;
 use berth_proto::model::{
-    DaemonSet, Deployment, Event, IntOrString, Kind, LabelSelector, LabelSelectorOperator,
-    Namespace, Node, Object, Pod, PodDisruptionBudget, PodTemplateSpec, PriorityClass, ReplicaSet,
-    ResourceQuota, RuntimeClass, Time,
+    Event, IntOrString, Kind, LabelSelector, LabelSelectorOperator, Namespace, Node, Object, Pod,
+    PodDisruptionBudget, PriorityClass, ResourceQuota, RuntimeClass, Time,
 };
 use clap::{Args, ValueEnum};
 
@@ -330,9 +329,9 @@ pub fn table(kind: Kind, objects: &[Object], options: TableOptions, now: SystemT
             Object::Namespace(ns) => namespace_row(&mut row, name, ns, now),
             Object::RuntimeClass(rc) => runtime_class_row(&mut row, name, rc, now),
             Object::PodDisruptionBudget(pdb) => pdb_row(&mut row, name, pdb, now),
-            Object::Deployment(d) => deployment_row(&mut row, name, d, options.wide, now),
-            Object::ReplicaSet(rs) => replica_set_row(&mut row, name, rs, options.wide, now),
-            Object::DaemonSet(ds) => daemon_set_row(&mut row, name, ds, options.wide, now),
+            Object::Deployment(_) | Object::ReplicaSet(_) | Object::DaemonSet(_) => {
+                workload_row(&mut row, name, object, options.wide, now)
+            }
             Object::ResourceQuota(q) => quota_row(&mut row, name, q, now),
         }
         if options.show_labels {
@@ -459,68 +458,44 @@ fn selector_cell(selector: Option<&LabelSelector>) -> String {
     or_none(&joined.join(","))
 }
 
-/// The wide columns of workloads: `CONTAINERS IMAGES SELECTOR`.
-fn workload_wide_cells(
-    row: &mut Vec<String>,
-    template: &PodTemplateSpec,
-    selector: Option<&LabelSelector>,
-) {
-    let containers = &template.spec.containers;
-    let names: Vec<&str> = containers.iter().map(|c| c.name.as_str()).collect();
-    let images: Vec<&str> = containers.iter().map(|c| c.image.as_str()).collect();
-    row.push(or_none(&names.join(",")));
-    row.push(or_none(&images.join(",")));
-    row.push(selector_cell(selector));
-}
-
-fn deployment_row(
-    row: &mut Vec<String>,
-    name: String,
-    d: &Deployment,
-    wide: bool,
-    now: SystemTime,
-) {
+/// The row of a Deployment (`READY UP-TO-DATE AVAILABLE`), ReplicaSet (`DESIRED CURRENT
+/// READY`) or DaemonSet (`DESIRED CURRENT READY`), then `AGE`, and with `wide` the columns
+/// `CONTAINERS IMAGES SELECTOR`. Other kinds add no cells.
+fn workload_row(row: &mut Vec<String>, name: String, object: &Object, wide: bool, now: SystemTime) {
+    let (counts, template, selector) = match object {
+        Object::Deployment(d) => (
+            [
+                format!("{}/{}", d.status.ready_replicas, d.spec.replicas),
+                d.status.updated_replicas.to_string(),
+                d.status.available_replicas.to_string(),
+            ],
+            &d.spec.template,
+            d.spec.selector.as_ref(),
+        ),
+        Object::ReplicaSet(rs) => {
+            let s = &rs.status;
+            let counts = [rs.spec.replicas, s.replicas, s.ready_replicas];
+            let cells = counts.map(|n| n.to_string());
+            (cells, &rs.spec.template, rs.spec.selector.as_ref())
+        }
+        Object::DaemonSet(ds) => {
+            let s = &ds.status;
+            let (desired, current) = (s.desired_number_scheduled, s.current_number_scheduled);
+            let cells = [desired, current, s.number_ready].map(|n| n.to_string());
+            (cells, &ds.spec.template, ds.spec.selector.as_ref())
+        }
+        _ => return,
+    };
     row.push(name);
-    row.push(format!("{}/{}", d.status.ready_replicas, d.spec.replicas));
-    row.push(d.status.updated_replicas.to_string());
-    row.push(d.status.available_replicas.to_string());
-    row.push(age(d.metadata.creation_timestamp.as_ref(), now));
+    row.extend(counts);
+    row.push(age(object.meta().creation_timestamp.as_ref(), now));
     if wide {
-        workload_wide_cells(row, &d.spec.template, d.spec.selector.as_ref());
-    }
-}
-
-fn replica_set_row(
-    row: &mut Vec<String>,
-    name: String,
-    rs: &ReplicaSet,
-    wide: bool,
-    now: SystemTime,
-) {
-    row.push(name);
-    row.push(rs.spec.replicas.to_string());
-    row.push(rs.status.replicas.to_string());
-    row.push(rs.status.ready_replicas.to_string());
-    row.push(age(rs.metadata.creation_timestamp.as_ref(), now));
-    if wide {
-        workload_wide_cells(row, &rs.spec.template, rs.spec.selector.as_ref());
-    }
-}
-
-fn daemon_set_row(
-    row: &mut Vec<String>,
-    name: String,
-    ds: &DaemonSet,
-    wide: bool,
-    now: SystemTime,
-) {
-    row.push(name);
-    row.push(ds.status.desired_number_scheduled.to_string());
-    row.push(ds.status.current_number_scheduled.to_string());
-    row.push(ds.status.number_ready.to_string());
-    row.push(age(ds.metadata.creation_timestamp.as_ref(), now));
-    if wide {
-        workload_wide_cells(row, &ds.spec.template, ds.spec.selector.as_ref());
+        let containers = &template.spec.containers;
+        let names: Vec<&str> = containers.iter().map(|c| c.name.as_str()).collect();
+        let images: Vec<&str> = containers.iter().map(|c| c.image.as_str()).collect();
+        row.push(or_none(&names.join(",")));
+        row.push(or_none(&images.join(",")));
+        row.push(selector_cell(selector));
     }
 }
 
@@ -579,7 +554,10 @@ fn quota_row(row: &mut Vec<String>, name: String, quota: &ResourceQuota, now: Sy
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{ObjectMeta, PodPhase, PodSpec, PodStatus, TaintEffect};
+    use berth_proto::model::{
+        DaemonSet, Deployment, ObjectMeta, PodPhase, PodSpec, PodStatus, PodTemplateSpec,
+        ReplicaSet, TaintEffect,
+    };
     use berth_proto::Quantity;
     use std::time::Duration;
 

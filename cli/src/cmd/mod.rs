@@ -20,6 +20,7 @@ mod tests;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::bail;
@@ -49,6 +50,41 @@ impl Io {
             out: Box::new(std::io::stdout()),
             err: Box::new(std::io::stderr()),
         }
+    }
+
+    /// Streams that write into memory, for running the CLI inside a program or a test:
+    /// returns them with what the output and the diagnostics receive.
+    pub fn captured() -> (Self, Captured, Captured) {
+        let (out, err) = (Captured::default(), Captured::default());
+        let io = Io {
+            out: Box::new(out.clone()),
+            err: Box::new(err.clone()),
+        };
+        (io, out, err)
+    }
+}
+
+/// The bytes written to one stream of [`Io::captured`].
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// What was written so far, as text (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        let bytes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut buffer = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        buffer.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -2,7 +2,6 @@
 //! command line, end to end through gRPC, with its stdout, stderr and exit code checked.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -276,34 +275,11 @@ impl TestServer {
     }
 }
 
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("buffer lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buffer {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().expect("buffer lock").clone()).expect("UTF-8 output")
-    }
-}
-
 async fn run_berth(server: &str, args: &[&str]) -> (bool, String, String) {
     let head = ["berth", "--server", server];
     let argv = head.iter().chain(args).copied();
     let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    let (out, err) = (Buffer::default(), Buffer::default());
-    let mut io = Io {
-        out: Box::new(out.clone()),
-        err: Box::new(err.clone()),
-    };
+    let (mut io, out, err) = Io::captured();
     let code = execute(cli, &mut io).await;
     (code == ExitCode::SUCCESS, out.text(), err.text())
 }
