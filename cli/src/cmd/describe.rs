@@ -712,6 +712,7 @@ pub fn node_verdicts(answer: &pb::ExplainResponse) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_model::testing::failed_scheduling_event;
     use berth_proto::model::{
         NodeCondition, ObjectMeta, ObjectReference, PodCondition, PodPhase, PodSpec, PodStatus,
         ResourceRequirements, TaintEffect, Toleration, TolerationOperator,
@@ -776,27 +777,13 @@ mod tests {
             },
             ..Default::default()
         };
-        let event = Event {
-            metadata: ObjectMeta {
-                name: "web.1".into(),
-                namespace: "default".into(),
-                ..Default::default()
-            },
-            involved_object: ObjectReference {
-                kind: "Pod".into(),
-                namespace: "default".into(),
-                name: "web".into(),
-                uid: "u1".into(),
-                ..Default::default()
-            },
-            reason: "FailedScheduling".into(),
-            message: "0/3 nodes are available: 3 Insufficient cpu.".into(),
-            type_: "Warning".into(),
-            count: 1,
-            last_timestamp: Some(Time(now - Duration::from_secs(5))),
-            reporting_component: "default-scheduler".into(),
-            ..Default::default()
-        };
+        let event = failed_scheduling_event(
+            "default",
+            "web",
+            "u1",
+            "0/3 nodes are available: 3 Insufficient cpu.",
+            Time(now - Duration::from_secs(5)),
+        );
         let other = Event {
             involved_object: ObjectReference {
                 kind: "Pod".into(),

@@ -6,9 +6,8 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use berth_proto::model::{
-    Event, Kind, Node, Object, ObjectKey, ObjectMeta, ObjectReference, Pod, Time,
-};
+use berth_model::testing::failed_scheduling_event;
+use berth_proto::model::{Kind, Node, Object, ObjectKey, Pod, Time};
 use berth_proto::pb;
 use berth_proto::pb::berth_server::{Berth, BerthServer};
 use berth_proto::wire::{kind_from_pb, kind_to_pb, object_from_pb, object_to_pb, pod_to_pb};
@@ -564,27 +563,13 @@ async fn describe_pod_shows_its_failed_scheduling_event() {
     let Some(Object::Pod(Pod { metadata, .. })) = server.object(Kind::Pod, "default", "web") else {
         panic!("pod stored");
     };
-    server.insert(Object::Event(Event {
-        metadata: ObjectMeta {
-            name: "web.1".into(),
-            namespace: "default".into(),
-            ..Default::default()
-        },
-        involved_object: ObjectReference {
-            kind: "Pod".into(),
-            namespace: "default".into(),
-            name: "web".into(),
-            uid: metadata.uid.clone(),
-            ..Default::default()
-        },
-        reason: "FailedScheduling".into(),
-        message: "0/0 nodes are available: no nodes available to schedule pods.".into(),
-        type_: "Warning".into(),
-        count: 1,
-        last_timestamp: Some(Time::now()),
-        reporting_component: "default-scheduler".into(),
-        ..Default::default()
-    }));
+    server.insert(Object::Event(failed_scheduling_event(
+        "default",
+        "web",
+        &metadata.uid,
+        "0/0 nodes are available: no nodes available to schedule pods.",
+        Time::now(),
+    )));
 
     let (ok, out, err) = server.berth(&["describe", "pod", "web"]).await;
     assert!(ok, "{err}");

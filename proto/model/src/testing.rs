@@ -3,10 +3,10 @@
 //! the `testing` feature, which the workspace's crates enable for their tests.
 
 use crate::model::{
-    Affinity, Container, Node, NodeAffinity, NodeSelector, NodeSelectorTerm, OwnerReference, Pod,
-    PodAffinity, PodAffinityTerm, PodCondition, PodPhase, PreferredSchedulingTerm,
-    ResourceRequirements, RestartPolicy, Taint, TaintEffect, Time, Toleration, TolerationOperator,
-    TopologySpreadConstraint, WeightedPodAffinityTerm,
+    Affinity, Container, Event, Node, NodeAffinity, NodeSelector, NodeSelectorTerm, ObjectMeta,
+    ObjectReference, OwnerReference, Pod, PodAffinity, PodAffinityTerm, PodCondition, PodPhase,
+    PreferredSchedulingTerm, ResourceRequirements, RestartPolicy, Taint, TaintEffect, Time,
+    Toleration, TolerationOperator, TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
 use crate::names::{CONDITION_READY, STATUS_TRUE};
 use crate::Quantity;
@@ -23,6 +23,38 @@ pub fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
         value: value.into(),
         effect,
         time_added: None,
+    }
+}
+
+/// A Warning FailedScheduling event from default-scheduler about pod `name` (uid `uid`) in
+/// `namespace`, seen once at `at`, named `<name>.1`.
+pub fn failed_scheduling_event(
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    message: &str,
+    at: Time,
+) -> Event {
+    Event {
+        metadata: ObjectMeta {
+            name: format!("{name}.1"),
+            namespace: namespace.into(),
+            ..ObjectMeta::default()
+        },
+        involved_object: ObjectReference {
+            kind: "Pod".into(),
+            namespace: namespace.into(),
+            name: name.into(),
+            uid: uid.into(),
+            ..ObjectReference::default()
+        },
+        reason: "FailedScheduling".into(),
+        message: message.into(),
+        type_: "Warning".into(),
+        count: 1,
+        last_timestamp: Some(at),
+        reporting_component: "default-scheduler".into(),
+        ..Event::default()
     }
 }
 
