@@ -131,48 +131,40 @@ pub fn human_duration(seconds: i64) -> String {
     }
     let minutes = seconds / 60;
     if minutes < 10 {
-        let s = seconds % 60;
-        return if s == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{s}s")
-        };
+        return two_units(minutes, "m", seconds % 60, "s");
     }
     if minutes < 60 * 3 {
         return format!("{minutes}m");
     }
     let hours = minutes / 60;
     if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 {
-            format!("{hours}h")
-        } else {
-            format!("{hours}h{m}m")
-        };
+        return two_units(hours, "h", minutes % 60, "m");
     }
     if hours < 48 {
         return format!("{hours}h");
     }
+    let days = hours / 24;
     if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 {
-            format!("{}d", hours / 24)
-        } else {
-            format!("{}d{h}h", hours / 24)
-        };
+        return two_units(days, "d", hours % 24, "h");
     }
     if hours < 24 * 365 * 2 {
-        return format!("{}d", hours / 24);
+        return format!("{days}d");
     }
+    let years = days / 365;
     if hours < 24 * 365 * 8 {
-        let d = (hours / 24) % 365;
-        return if d == 0 {
-            format!("{}y", hours / 24 / 365)
-        } else {
-            format!("{}y{d}d", hours / 24 / 365)
-        };
+        return two_units(years, "y", days % 365, "d");
     }
-    format!("{}y", hours / 24 / 365)
+    format!("{years}y")
+}
+
+/// `3m12s`-style: a count of the larger unit, then the remainder in the smaller one unless it
+/// is zero (`5h`, not `5h0m`).
+fn two_units(large: i64, large_unit: &str, small: i64, small_unit: &str) -> String {
+    if small == 0 {
+        format!("{large}{large_unit}")
+    } else {
+        format!("{large}{large_unit}{small}{small_unit}")
+    }
 }
 
 /// The age of a timestamp at `now`, as kubectl prints it; `<unknown>` when there is none.
