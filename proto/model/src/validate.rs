@@ -2048,10 +2048,23 @@ mod tests {
         }
     }
 
+    /// Metadata with just a name and a namespace (empty: cluster-scoped).
+    fn meta(name: &str, namespace: &str) -> ObjectMeta {
+        ObjectMeta {
+            name: name.into(),
+            namespace: namespace.into(),
+            ..Default::default()
+        }
+    }
+
+    /// `value` after `edit`: each fixture below is a valid object that a case edits.
+    fn edited<T>(mut value: T, edit: impl FnOnce(&mut T)) -> T {
+        edit(&mut value);
+        value
+    }
+
     fn pod(edit: impl FnOnce(&mut Pod)) -> Object {
-        let mut p = valid_pod();
-        edit(&mut p);
-        Object::Pod(p)
+        Object::Pod(edited(valid_pod(), edit))
     }
 
     fn spec(edit: impl FnOnce(&mut PodSpec)) -> Object {
@@ -2109,17 +2122,12 @@ mod tests {
     }
 
     fn node(edit: impl FnOnce(&mut Node)) -> Object {
-        let mut n = valid_node();
-        edit(&mut n);
-        Object::Node(n)
+        Object::Node(edited(valid_node(), edit))
     }
 
     fn priority_class(name: &str, value: i32, global_default: bool) -> Object {
         Object::PriorityClass(PriorityClass {
-            metadata: ObjectMeta {
-                name: name.into(),
-                ..Default::default()
-            },
+            metadata: meta(name, ""),
             value,
             global_default,
             ..Default::default()
@@ -2127,25 +2135,22 @@ mod tests {
     }
 
     fn event(edit: impl FnOnce(&mut Event)) -> Object {
-        let mut e = Event {
-            metadata: ObjectMeta {
-                name: "web-1.17a3b".into(),
-                namespace: "default".into(),
+        Object::Event(edited(
+            Event {
+                metadata: meta("web-1.17a3b", "default"),
+                involved_object: ObjectReference {
+                    kind: "Pod".into(),
+                    namespace: "default".into(),
+                    name: "web-1".into(),
+                    ..Default::default()
+                },
+                reason: "Scheduled".into(),
+                type_: "Normal".into(),
+                count: 1,
                 ..Default::default()
             },
-            involved_object: ObjectReference {
-                kind: "Pod".into(),
-                namespace: "default".into(),
-                name: "web-1".into(),
-                ..Default::default()
-            },
-            reason: "Scheduled".into(),
-            type_: "Normal".into(),
-            count: 1,
-            ..Default::default()
-        };
-        edit(&mut e);
-        Object::Event(e)
+            edit,
+        ))
     }
 
     struct Case {
@@ -2871,29 +2876,26 @@ mod tests {
     }
 
     fn deployment(edit: impl FnOnce(&mut Deployment)) -> Object {
-        let mut d = Deployment {
-            metadata: ObjectMeta {
-                name: "web".into(),
-                namespace: "default".into(),
-                ..Default::default()
-            },
-            spec: DeploymentSpec {
-                replicas: 3,
-                selector: Some(app_selector()),
-                template: web_template(),
-                strategy: Some(DeploymentStrategy {
-                    type_: Some(DeploymentStrategyType::RollingUpdate),
-                    rolling_update: Some(RollingUpdateDeployment {
-                        max_unavailable: Some(IntOrString::String("25%".into())),
-                        max_surge: Some(IntOrString::Int(1)),
+        Object::Deployment(edited(
+            Deployment {
+                metadata: meta("web", "default"),
+                spec: DeploymentSpec {
+                    replicas: 3,
+                    selector: Some(app_selector()),
+                    template: web_template(),
+                    strategy: Some(DeploymentStrategy {
+                        type_: Some(DeploymentStrategyType::RollingUpdate),
+                        rolling_update: Some(RollingUpdateDeployment {
+                            max_unavailable: Some(IntOrString::String("25%".into())),
+                            max_surge: Some(IntOrString::Int(1)),
+                        }),
                     }),
-                }),
+                    ..Default::default()
+                },
                 ..Default::default()
             },
-            ..Default::default()
-        };
-        edit(&mut d);
-        Object::Deployment(d)
+            edit,
+        ))
     }
 
     fn rolling(d: &mut Deployment) -> &mut RollingUpdateDeployment {
@@ -2907,114 +2909,100 @@ mod tests {
     }
 
     fn replica_set(edit: impl FnOnce(&mut ReplicaSet)) -> Object {
-        let mut rs = ReplicaSet {
-            metadata: ObjectMeta {
-                name: "web-abc".into(),
-                namespace: "default".into(),
+        Object::ReplicaSet(edited(
+            ReplicaSet {
+                metadata: meta("web-abc", "default"),
+                spec: ReplicaSetSpec {
+                    replicas: 2,
+                    selector: Some(app_selector()),
+                    template: web_template(),
+                    min_ready_seconds: None,
+                },
                 ..Default::default()
             },
-            spec: ReplicaSetSpec {
-                replicas: 2,
-                selector: Some(app_selector()),
-                template: web_template(),
-                min_ready_seconds: None,
-            },
-            ..Default::default()
-        };
-        edit(&mut rs);
-        Object::ReplicaSet(rs)
+            edit,
+        ))
     }
 
     fn daemon_set(edit: impl FnOnce(&mut DaemonSet)) -> Object {
-        let mut ds = DaemonSet {
-            metadata: ObjectMeta {
-                name: "agent".into(),
-                namespace: "kube-system".into(),
+        Object::DaemonSet(edited(
+            DaemonSet {
+                metadata: meta("agent", "kube-system"),
+                spec: DaemonSetSpec {
+                    selector: Some(LabelSelector {
+                        match_labels: strings(&[("app", "web")]),
+                        match_expressions: vec![],
+                    }),
+                    template: web_template(),
+                    ..Default::default()
+                },
                 ..Default::default()
             },
-            spec: DaemonSetSpec {
-                selector: Some(LabelSelector {
-                    match_labels: strings(&[("app", "web")]),
-                    match_expressions: vec![],
-                }),
-                template: web_template(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        edit(&mut ds);
-        Object::DaemonSet(ds)
+            edit,
+        ))
     }
 
     fn pdb(edit: impl FnOnce(&mut PodDisruptionBudgetSpec)) -> Object {
-        let mut p = PodDisruptionBudget {
-            metadata: ObjectMeta {
-                name: "web-pdb".into(),
-                namespace: "default".into(),
-                ..Default::default()
-            },
-            spec: PodDisruptionBudgetSpec {
-                min_available: Some(IntOrString::Int(2)),
-                selector: Some(app_selector()),
-                ..Default::default()
-            },
+        Object::PodDisruptionBudget(PodDisruptionBudget {
+            metadata: meta("web-pdb", "default"),
+            spec: edited(
+                PodDisruptionBudgetSpec {
+                    min_available: Some(IntOrString::Int(2)),
+                    selector: Some(app_selector()),
+                    ..Default::default()
+                },
+                edit,
+            ),
             ..Default::default()
-        };
-        edit(&mut p.spec);
-        Object::PodDisruptionBudget(p)
+        })
     }
 
     fn runtime_class(edit: impl FnOnce(&mut RuntimeClass)) -> Object {
-        let mut rc = RuntimeClass {
-            metadata: ObjectMeta {
-                name: "kata-fc".into(),
+        Object::RuntimeClass(edited(
+            RuntimeClass {
+                metadata: meta("kata-fc", ""),
+                handler: "kata-fc".into(),
+                overhead: Some(Overhead {
+                    pod_fixed: resources(&[("cpu", "250m"), ("memory", "120Mi")]),
+                }),
+                scheduling: Some(Scheduling {
+                    node_selector: strings(&[("runtime", "kata")]),
+                    tolerations: vec![Toleration {
+                        key: "kata".into(),
+                        operator: Some(TolerationOperator::Exists),
+                        ..Default::default()
+                    }],
+                }),
                 ..Default::default()
             },
-            handler: "kata-fc".into(),
-            overhead: Some(Overhead {
-                pod_fixed: resources(&[("cpu", "250m"), ("memory", "120Mi")]),
-            }),
-            scheduling: Some(Scheduling {
-                node_selector: strings(&[("runtime", "kata")]),
-                tolerations: vec![Toleration {
-                    key: "kata".into(),
-                    operator: Some(TolerationOperator::Exists),
-                    ..Default::default()
-                }],
-            }),
-            ..Default::default()
-        };
-        edit(&mut rc);
-        Object::RuntimeClass(rc)
+            edit,
+        ))
     }
 
     fn quota(edit: impl FnOnce(&mut ResourceQuotaSpec)) -> Object {
-        let mut q = ResourceQuota {
-            metadata: ObjectMeta {
-                name: "pods-high".into(),
-                namespace: "default".into(),
-                ..Default::default()
-            },
-            spec: ResourceQuotaSpec {
-                hard: resources(&[
-                    ("pods", "10"),
-                    ("cpu", "1000"),
-                    ("requests.memory", "200Gi"),
-                    ("limits.cpu", "2"),
-                ]),
-                scopes: vec![],
-                scope_selector: Some(ScopeSelector {
-                    match_expressions: vec![ScopedResourceSelectorRequirement {
-                        scope_name: ResourceQuotaScope::PriorityClass,
-                        operator: ScopeSelectorOperator::In,
-                        values: vec!["high".into()],
-                    }],
-                }),
-            },
+        Object::ResourceQuota(ResourceQuota {
+            metadata: meta("pods-high", "default"),
+            spec: edited(
+                ResourceQuotaSpec {
+                    hard: resources(&[
+                        ("pods", "10"),
+                        ("cpu", "1000"),
+                        ("requests.memory", "200Gi"),
+                        ("limits.cpu", "2"),
+                    ]),
+                    scopes: vec![],
+                    scope_selector: Some(ScopeSelector {
+                        match_expressions: vec![scope_req(
+                            ResourceQuotaScope::PriorityClass,
+                            ScopeSelectorOperator::In,
+                            &["high"],
+                        )],
+                    }),
+                },
+                edit,
+            ),
             ..Default::default()
-        };
-        edit(&mut q.spec);
-        Object::ResourceQuota(q)
+        })
     }
 
     fn scope_req(
@@ -3093,25 +3081,25 @@ mod tests {
                 want_at_most_100: None,
             },
         ];
+        // No error, or exactly one whose message holds the gist.
+        let check = |name: &str, got: Vec<FieldError>, want: Option<&str>| match want {
+            None => assert!(got.is_empty(), "{name}: {got:?}"),
+            Some(gist) => assert!(
+                got.len() == 1 && got[0].message.contains(gist),
+                "{name}: {got:?}"
+            ),
+        };
         for case in cases {
-            let got = validate_non_negative_int_or_percent(&case.value, "x");
-            match case.want_non_negative {
-                None => assert!(got.is_empty(), "{}: {got:?}", case.name),
-                Some(gist) => assert!(
-                    got.len() == 1 && got[0].message.contains(gist),
-                    "{}: {got:?}",
-                    case.name
-                ),
-            }
-            let got = validate_not_more_than_100_percent(&case.value, "x");
-            match case.want_at_most_100 {
-                None => assert!(got.is_empty(), "{}: {got:?}", case.name),
-                Some(gist) => assert!(
-                    got.len() == 1 && got[0].message.contains(gist),
-                    "{}: {got:?}",
-                    case.name
-                ),
-            }
+            check(
+                case.name,
+                validate_non_negative_int_or_percent(&case.value, "x"),
+                case.want_non_negative,
+            );
+            check(
+                case.name,
+                validate_not_more_than_100_percent(&case.value, "x"),
+                case.want_at_most_100,
+            );
         }
     }
 
