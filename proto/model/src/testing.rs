@@ -213,6 +213,12 @@ impl PodBuilder {
         self
     }
 
+    /// Adds several tolerations, in order.
+    pub fn tolerations(mut self, ts: impl IntoIterator<Item = Toleration>) -> Self {
+        self.pod.spec.tolerations.extend(ts);
+        self
+    }
+
     /// Adds a nodeSelector pair.
     pub fn node_selector(mut self, key: &str, value: &str) -> Self {
         self.pod.spec.node_selector.insert(key.into(), value.into());

@@ -179,28 +179,20 @@ mod tests {
         // First use and the two node changes recompute; pod changes do not.
         assert_eq!(recomputes, 3);
         // Another key, or a clone of the snapshot, recomputes.
-        let mut fresh = false;
-        cache.get(
-            &snapshot,
-            "other",
-            || {
-                fresh = true;
-                count(&snapshot)
-            },
-            |_, _, _| {},
-        );
-        assert!(fresh, "another key");
-        let copy = snapshot.clone();
-        let mut fresh = false;
-        cache.get(
-            &copy,
-            "other",
-            || {
-                fresh = true;
-                count(&copy)
-            },
-            |_, _, _| {},
-        );
-        assert!(fresh, "a cloned snapshot");
+        let recomputes_for = |snapshot: &Snapshot| {
+            let mut fresh = false;
+            cache.get(
+                snapshot,
+                "other",
+                || {
+                    fresh = true;
+                    count(snapshot)
+                },
+                |_, _, _| {},
+            );
+            fresh
+        };
+        assert!(recomputes_for(&snapshot), "another key");
+        assert!(recomputes_for(&snapshot.clone()), "a cloned snapshot");
     }
 }

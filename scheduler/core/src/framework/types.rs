@@ -35,22 +35,19 @@ impl AffinityTerm {
         }
         let mut selector = term.label_selector.clone();
         if let Some(sel) = selector.as_mut() {
-            for key in &term.match_label_keys {
-                if let Some(v) = owner.metadata.labels.get(key) {
-                    sel.match_expressions.push(LabelSelectorRequirement {
-                        key: key.clone(),
-                        operator: LabelSelectorOperator::In,
-                        values: vec![v.clone()],
-                    });
-                }
-            }
-            for key in &term.mismatch_label_keys {
-                if let Some(v) = owner.metadata.labels.get(key) {
-                    sel.match_expressions.push(LabelSelectorRequirement {
-                        key: key.clone(),
-                        operator: LabelSelectorOperator::NotIn,
-                        values: vec![v.clone()],
-                    });
+            let keyed = [
+                (&term.match_label_keys, LabelSelectorOperator::In),
+                (&term.mismatch_label_keys, LabelSelectorOperator::NotIn),
+            ];
+            for (keys, operator) in keyed {
+                for key in keys {
+                    if let Some(v) = owner.metadata.labels.get(key) {
+                        sel.match_expressions.push(LabelSelectorRequirement {
+                            key: key.clone(),
+                            operator,
+                            values: vec![v.clone()],
+                        });
+                    }
                 }
             }
         }

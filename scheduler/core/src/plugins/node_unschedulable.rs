@@ -114,11 +114,7 @@ mod tests {
             },
         ];
         for case in cases {
-            let mut pod = PodBuilder::new("p");
-            for t in case.tolerations {
-                pod = pod.toleration(t);
-            }
-            let pod = pod.info();
+            let pod = PodBuilder::new("p").tolerations(case.tolerations).info();
             let mut node = NodeBuilder::new("n1");
             if case.cordoned {
                 node = node.unschedulable();

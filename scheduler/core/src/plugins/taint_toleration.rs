@@ -302,11 +302,7 @@ mod tests {
             },
         ];
         for case in cases {
-            let mut pod = PodBuilder::new("p");
-            for t in case.tolerations {
-                pod = pod.toleration(t);
-            }
-            let pod = pod.info();
+            let pod = PodBuilder::new("p").tolerations(case.tolerations).info();
             let mut node = NodeBuilder::new("n1");
             for t in case.taints {
                 node = node.taint(&t.key, &t.value, t.effect);
@@ -401,11 +397,7 @@ mod tests {
             },
         ];
         for case in cases {
-            let mut pod = PodBuilder::new("p");
-            for t in case.tolerations {
-                pod = pod.toleration(t);
-            }
-            let pod = pod.info();
+            let pod = PodBuilder::new("p").tolerations(case.tolerations).info();
             let nodes: Vec<NodeInfo> = case
                 .nodes
                 .iter()

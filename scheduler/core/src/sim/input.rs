@@ -153,28 +153,10 @@ impl Catalog {
         // Each pod, with whether a workload generated it.
         let mut pods: Vec<(Pod, bool)> = Vec::new();
         for source in sources {
-            match source {
-                PodSource::Pod(pod) => pods.push((*pod, false)),
-                PodSource::Deployment(d) => {
-                    let rs = workloads::replica_set_for(&d);
-                    seen.insert(
-                        "ReplicaSet",
-                        format!("{}/{}", rs.metadata.namespace, rs.metadata.name),
-                    )?;
-                    let count = replicas(rs.spec.replicas);
-                    pods.extend(
-                        workloads::pods_for_replica_set(&rs, count, &mut rng)
-                            .into_iter()
-                            .map(|p| (p, true)),
-                    );
-                }
-                PodSource::ReplicaSet(rs) => {
-                    let count = replicas(rs.spec.replicas);
-                    pods.extend(
-                        workloads::pods_for_replica_set(&rs, count, &mut rng)
-                            .into_iter()
-                            .map(|p| (p, true)),
-                    );
+            let rs = match source {
+                PodSource::Pod(pod) => {
+                    pods.push((*pod, false));
+                    continue;
                 }
                 PodSource::DaemonSet(ds) => {
                     for node in &catalog.nodes {
@@ -183,8 +165,24 @@ impl Catalog {
                             pods.push((pod, true));
                         }
                     }
+                    continue;
                 }
-            }
+                PodSource::Deployment(d) => {
+                    let rs = workloads::replica_set_for(&d);
+                    seen.insert(
+                        "ReplicaSet",
+                        format!("{}/{}", rs.metadata.namespace, rs.metadata.name),
+                    )?;
+                    rs
+                }
+                PodSource::ReplicaSet(rs) => *rs,
+            };
+            let count = replicas(rs.spec.replicas);
+            pods.extend(
+                workloads::pods_for_replica_set(&rs, count, &mut rng)
+                    .into_iter()
+                    .map(|p| (p, true)),
+            );
         }
         for (index, (mut pod, generated)) in pods.into_iter().enumerate() {
             default_namespace(&mut pod.metadata.namespace);
