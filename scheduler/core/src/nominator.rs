@@ -12,13 +12,15 @@ use std::sync::Arc;
 
 use berth_model::model::Pod;
 
+use crate::framework::nominated::NominationsByNode;
 use crate::framework::{NominatedPods, PodInfo};
 
 /// The nominated pods, by node and by uid.
 #[derive(Clone, Debug, Default)]
 pub struct Nominator {
-    /// Node name → the pods nominated there, in nomination order.
-    by_node: HashMap<String, Vec<Arc<PodInfo>>>,
+    /// Node name → the pods nominated there, in nomination order; shared with the running
+    /// cycle's [`NominatedPods`] and copied only if changed while it is alive.
+    by_node: Arc<NominationsByNode>,
     /// uid → node name.
     node_of: HashMap<String, String>,
 }
@@ -33,16 +35,20 @@ impl Nominator {
     pub fn add(&mut self, pod: Arc<PodInfo>, node: &str) {
         self.remove(pod.uid());
         self.node_of.insert(pod.uid().to_string(), node.to_string());
-        self.by_node.entry(node.to_string()).or_default().push(pod);
+        Arc::make_mut(&mut self.by_node)
+            .entry(node.to_string())
+            .or_default()
+            .push(pod);
     }
 
     /// Ends the pod's nomination; returns the node it was nominated to.
     pub fn remove(&mut self, uid: &str) -> Option<String> {
         let node = self.node_of.remove(uid)?;
-        if let Some(pods) = self.by_node.get_mut(&node) {
+        let by_node = Arc::make_mut(&mut self.by_node);
+        if let Some(pods) = by_node.get_mut(&node) {
             pods.retain(|p| p.uid() != uid);
             if pods.is_empty() {
-                self.by_node.remove(&node);
+                by_node.remove(&node);
             }
         }
         Some(node)
@@ -88,20 +94,9 @@ impl Nominator {
 
     /// What `pod`'s cycle must count (kube's `addGENominatedPods`): on each node, the pods
     /// nominated there with a priority equal to or higher than `pod`'s, `pod` itself
-    /// excepted. None when there are none.
+    /// excepted. None when no pod is nominated anywhere.
     pub fn for_cycle(&self, pod: &PodInfo) -> Option<Arc<NominatedPods>> {
-        let mut by_node: HashMap<String, Vec<Arc<PodInfo>>> = HashMap::new();
-        for (node, pods) in &self.by_node {
-            let counted: Vec<Arc<PodInfo>> = pods
-                .iter()
-                .filter(|p| p.priority >= pod.priority && p.uid() != pod.uid())
-                .cloned()
-                .collect();
-            if !counted.is_empty() {
-                by_node.insert(node.clone(), counted);
-            }
-        }
-        (!by_node.is_empty()).then(|| Arc::new(NominatedPods::new(by_node)))
+        (!self.by_node.is_empty()).then(|| Arc::new(NominatedPods::new(self.by_node.clone(), pod)))
     }
 }
 
@@ -122,14 +117,16 @@ mod tests {
 
     /// The nodes each pod's cycle counts nominated pods on, as `node:name` sorted.
     fn counted(nominator: &Nominator, pod: &Pod) -> Vec<String> {
-        let Some(n) = nominator.for_cycle(&info(pod.clone())) else {
+        let Some(n) = nominator
+            .for_cycle(&info(pod.clone()))
+            .filter(|n| !n.is_empty())
+        else {
             return Vec::new();
         };
         let mut out: Vec<String> = ["n1", "n2"]
             .iter()
             .flat_map(|node| {
                 n.on(node)
-                    .iter()
                     .map(move |p| format!("{node}:{}", p.pod.metadata.name))
             })
             .collect();

@@ -2,33 +2,52 @@
 //! counted first (kube's `RunFilterPluginsWithNominatedPods`): the cycle's filter stage, its
 //! nominated-node check and preemption's victim search all filter through here.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::hash::FastHashMap;
 use super::{CycleState, Filter, Fit, NodeInfo, PodInfo, PreFilter, Rejection, Snapshot};
+
+/// Pods nominated to nodes, by node name: the nominator's book, shared (copy-on-write) with
+/// the cycles that read it.
+pub type NominationsByNode = FastHashMap<String, Vec<Arc<PodInfo>>>;
 
 /// The pods nominated to each node that the pod of this cycle must make room for: those of
 /// equal or higher priority, the pod itself excepted. Kept in the [`CycleState`] (as
 /// `Arc<NominatedPods>`) so that every stage of the cycle, preemption included, sees it.
-#[derive(Clone, Debug, Default)]
+/// It shares the nominator's book and filters it per node, so building it costs nothing.
+#[derive(Clone, Debug)]
 pub struct NominatedPods {
-    by_node: HashMap<String, Vec<Arc<PodInfo>>>,
+    by_node: Arc<NominationsByNode>,
+    /// The priority of the cycle's pod: nominated pods below it do not count.
+    priority: i32,
+    /// The cycle's pod, which never counts itself.
+    uid: String,
 }
 
 impl NominatedPods {
-    /// The nominated pods, grouped by node name.
-    pub fn new(by_node: HashMap<String, Vec<Arc<PodInfo>>>) -> Self {
-        NominatedPods { by_node }
+    /// What the cycle of `pod` counts of `by_node`.
+    pub fn new(by_node: Arc<NominationsByNode>, pod: &PodInfo) -> Self {
+        NominatedPods {
+            by_node,
+            priority: pod.priority,
+            uid: pod.uid().to_string(),
+        }
     }
 
-    /// The pods nominated to `node` (none when the node holds no nomination).
-    pub fn on(&self, node: &str) -> &[Arc<PodInfo>] {
-        self.by_node.get(node).map_or(&[], Vec::as_slice)
+    /// The pods nominated to `node` that count.
+    pub fn on<'a>(&'a self, node: &str) -> impl Iterator<Item = &'a Arc<PodInfo>> + 'a {
+        self.by_node
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter(|p| p.priority >= self.priority && p.uid() != self.uid)
     }
 
-    /// Whether no node holds a nomination.
+    /// Whether any node holds a nominated pod that counts.
     pub fn is_empty(&self) -> bool {
-        self.by_node.is_empty()
+        self.by_node
+            .keys()
+            .all(|node| self.on(node).next().is_none())
     }
 }
 
@@ -64,15 +83,15 @@ pub fn run_filters_with_nominated_pods(
     node: &NodeInfo,
     snapshot: &Snapshot,
 ) -> Option<Rejection> {
-    let nominated = state
-        .get::<Arc<NominatedPods>>()
-        .map_or(&[][..], |n| n.on(node.name()));
-    if nominated.is_empty() {
+    let Some(nominated) = state.get::<Arc<NominatedPods>>() else {
+        return run_filters(filters, state, pod, node);
+    };
+    if nominated.on(node.name()).next().is_none() {
         return run_filters(filters, state, pod, node);
     }
     let mut with_nominated = node.clone();
     let mut nominated_state = state.clone();
-    for added in nominated {
+    for added in nominated.on(node.name()) {
         with_nominated.add_pod(added.clone());
         for plugin in pre_filters {
             plugin.add_pod(&mut nominated_state, pod, added, &with_nominated, snapshot);
