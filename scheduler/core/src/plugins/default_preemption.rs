@@ -16,12 +16,15 @@
 //!    cycle's filters do), then add the removed pods back, most important first
 //!    and those whose eviction would break a PodDisruptionBudget before the others, keeping
 //!    each one that still leaves room for the pod. What is left out are the victims.
+//!    The search stops once it has found enough candidates (kube's
+//!    `minCandidateNodesPercentage` / `minCandidateNodesAbsolute`).
 //! 4. The node (kube's pickOneNodeForPreemption): fewest PDB violations, then the lowest
 //!    highest victim priority, the lowest sum of priorities, the fewest victims, the latest
 //!    start among the highest-priority victims, then the first node.
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
+use std::hash::Hasher;
 use std::sync::Arc;
 
 use berth_model::model::{PreemptionPolicy, Time};
@@ -29,6 +32,7 @@ use berth_model::names;
 use serde::{Deserialize, Serialize};
 
 use super::InvalidArgs;
+use crate::framework::hash::FastHasher;
 use crate::framework::{
     run_filters_with_nominated_pods, Code, CycleState, Diagnosis, DisruptionBudget, NodeInfo,
     Nomination, Plugin, PodInfo, PostFilter, PostFilterInput, PostFilterOutcome, Profile,
@@ -60,8 +64,7 @@ const MESSAGE_PREFIX: &str = "preemption: ";
 const PRIORITY_OFFSET: i64 = i32::MAX as i64 + 1;
 
 /// The plugin's `pluginConfig` args (kube's `DefaultPreemptionArgs`). They bound how many
-/// candidate nodes kube dry-runs; Berth accepts and validates them but searches every
-/// candidate node (see [`DefaultPreemption`]).
+/// candidate nodes the search dry-runs (see [`DefaultPreemption`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Args {
@@ -120,12 +123,11 @@ impl Args {
 
 /// The DefaultPreemption plugin (PostFilter).
 ///
-/// Two departures from kube, both deliberate:
+/// As kube, it dry-runs the potential nodes in turn until it has found
+/// `minCandidateNodesPercentage` of them (at least `minCandidateNodesAbsolute`) as candidates,
+/// one of them breaking no budget. kube starts at a random offset; Berth starts at an offset
+/// hashed from the pod's uid, so a run is reproducible and preemptors still spread out.
 ///
-/// - kube dry-runs only a subset of the candidate nodes (`minCandidateNodesPercentage`, at
-///   least `minCandidateNodesAbsolute`), starting at a random offset. Berth searches every
-///   candidate node in snapshot order, so the choice is deterministic and is the one kube
-///   would make if it searched them all.
 /// The rule that a pod waits while its nominated node holds a victim still terminating
 /// applies to terminating pods in the snapshot (in `berth sim`, pods given with a
 /// deletionTimestamp and that condition). Berth's own victims leave the snapshot at once
@@ -145,6 +147,23 @@ impl DefaultPreemption {
     /// The args the plugin was built with.
     pub fn args(&self) -> &Args {
         &self.args
+    }
+
+    /// kube's GetOffsetAndNumCandidates over `potential` nodes: where the dry run starts
+    /// (a hash of the pod's uid; kube draws it at random) and how many candidates it looks
+    /// for (the percentage of the potential nodes, at least the absolute number, at most
+    /// all of them).
+    fn offset_and_num_candidates(&self, pod: &PodInfo, potential: usize) -> (usize, usize) {
+        if potential == 0 {
+            return (0, 0);
+        }
+        let percentage = usize::try_from(self.args.min_candidate_nodes_percentage).unwrap_or(0);
+        let absolute = usize::try_from(self.args.min_candidate_nodes_absolute).unwrap_or(0);
+        let wanted = (potential * percentage / 100).max(absolute).min(potential);
+        let mut hasher = FastHasher::default();
+        hasher.write(pod.uid().as_bytes());
+        let offset = usize::try_from(hasher.finish() % potential as u64).unwrap_or(0);
+        (offset, wanted)
     }
 }
 
@@ -188,7 +207,10 @@ impl PostFilter for DefaultPreemption {
             state: state.clone(),
         };
         let mut candidates: Vec<Candidate> = Vec::new();
-        for node in potential {
+        let (offset, wanted) = self.offset_and_num_candidates(pod, potential.len());
+        let mut non_violating = 0;
+        let in_turn = potential.iter().cycle().skip(offset).take(potential.len());
+        for &node in in_turn {
             match dry_run.select_victims_on_node(node) {
                 Ok(candidate) if candidate.victims.is_empty() => {
                     // The pod fits here without evicting anything: nothing can beat that.
@@ -203,7 +225,11 @@ impl PostFilter for DefaultPreemption {
                         pdb_violations = candidate.pdb_violations,
                         "preemption candidate"
                     );
+                    non_violating += usize::from(candidate.pdb_violations == 0);
                     candidates.push(candidate);
+                    if non_violating > 0 && candidates.len() >= wanted {
+                        break;
+                    }
                 }
                 Err(rejection) => {
                     failures.insert(node.name().to_string(), rejection);
@@ -880,6 +906,61 @@ mod tests {
             );
             assert_eq!(got(outcome), case.want, "{}", case.name);
         }
+    }
+
+    #[test]
+    fn the_search_looks_for_kubes_number_of_candidates() {
+        // (potential nodes, minCandidateNodesPercentage, minCandidateNodesAbsolute, wanted)
+        let cases = [
+            (0, 10, 100, 0),
+            (50, 10, 100, 50),
+            (500, 10, 100, 100),
+            (2000, 10, 100, 200),
+            (2000, 50, 10, 1000),
+        ];
+        let pod = preemptor(10, 500).info();
+        for (potential, percentage, absolute, want) in cases {
+            let plugin = DefaultPreemption::try_new(Args {
+                min_candidate_nodes_percentage: percentage,
+                min_candidate_nodes_absolute: absolute,
+            })
+            .expect("valid args");
+            let (offset, wanted) = plugin.offset_and_num_candidates(&pod, potential);
+            assert_eq!(wanted, want, "{potential} nodes, {percentage}%, {absolute}");
+            assert!(offset < potential.max(1), "offset {offset} of {potential}");
+        }
+        // The search stops at enough candidates: 3 wanted of 4 equal nodes.
+        let nodes: Vec<NodeInfo> = (1..=4)
+            .map(|i| {
+                node(
+                    &format!("n{i}"),
+                    1000,
+                    vec![running(&format!("v{i}"), 0, 1000, 1)],
+                )
+                .info()
+            })
+            .collect();
+        let snap = snapshot(&nodes);
+        let plugin = DefaultPreemption::try_new(Args {
+            min_candidate_nodes_percentage: 0,
+            min_candidate_nodes_absolute: 3,
+        })
+        .expect("valid args");
+        let profile = Profile::default_profile();
+        let (state, diagnosis) = diagnose(&profile, &pod, &snap);
+        let Got::Nominate(node, victims) = got(plugin.post_filter(
+            &state,
+            &post_filter_input(&pod, &snap, &diagnosis, &profile),
+        )) else {
+            panic!("a nomination");
+        };
+        assert_eq!(victims.len(), 1);
+        let (offset, _) = plugin.offset_and_num_candidates(&pod, 4);
+        assert_eq!(
+            node,
+            format!("n{}", offset + 1),
+            "the first candidate in turn"
+        );
     }
 
     #[test]
