@@ -1124,6 +1124,16 @@ mod tests {
         }
     }
 
+    /// One attempt by a fresh algorithm to place `pod()` on `snapshot(nodes)`.
+    fn attempt(profile: &Profile, nodes: usize, explain: bool) -> ScheduleResult {
+        Algorithm::new(0).schedule(
+            profile,
+            &snapshot(nodes),
+            &pod(),
+            &ScheduleOptions { explain },
+        )
+    }
+
     fn profile_with(filters: Vec<Arc<dyn Filter>>, scores: Vec<(Arc<dyn Score>, i64)>) -> Profile {
         let mut p = Profile::empty("test");
         p.filters = filters;
@@ -1471,12 +1481,7 @@ mod tests {
                 vec![FakeFilter::passes_all("All")],
                 vec![(a, case.weight_a), (b, case.weight_b)],
             );
-            let result = Algorithm::new(0).schedule(
-                &profile,
-                &snapshot(2),
-                &pod(),
-                &ScheduleOptions { explain: true },
-            );
+            let result = attempt(&profile, 2, true);
             let ScheduleResult::Scheduled {
                 node, explanation, ..
             } = &result
@@ -1504,12 +1509,7 @@ mod tests {
             vec![FakeFilter::passes_all("All")],
             vec![(normalized.clone(), 2)],
         );
-        let result = Algorithm::new(0).schedule(
-            &profile,
-            &snapshot(11),
-            &pod(),
-            &ScheduleOptions { explain: true },
-        );
+        let result = attempt(&profile, 11, true);
         let ScheduleResult::Scheduled {
             node, explanation, ..
         } = &result
@@ -1525,12 +1525,7 @@ mod tests {
 
         let raw = FakeScore::new("Raw", |i| i as i64 * 100, None);
         let profile = profile_with(vec![FakeFilter::passes_all("All")], vec![(raw, 1)]);
-        let result = Algorithm::new(0).schedule(
-            &profile,
-            &snapshot(11),
-            &pod(),
-            &ScheduleOptions::default(),
-        );
+        let result = attempt(&profile, 11, false);
         let ScheduleResult::Error(e) = &result else {
             panic!("{result:?}");
         };
@@ -1555,12 +1550,7 @@ mod tests {
                 vec![(score.clone(), 1)],
             );
             profile.pre_scores = vec![pre_score.clone()];
-            let result = Algorithm::new(0).schedule(
-                &profile,
-                &snapshot(4),
-                &pod(),
-                &ScheduleOptions { explain },
-            );
+            let result = attempt(&profile, 4, explain);
             let (node, evaluated, feasible) = scheduled(&result);
             assert_eq!(
                 (node, evaluated, feasible),
@@ -1585,12 +1575,7 @@ mod tests {
     fn no_score_plugins_take_the_first_fit() {
         let filter = FakeFilter::new("F", |i| i < 3, "nope", Code::Unschedulable);
         let profile = profile_with(vec![filter.clone()], vec![]);
-        let result = Algorithm::new(0).schedule(
-            &profile,
-            &snapshot(10),
-            &pod(),
-            &ScheduleOptions::default(),
-        );
+        let result = attempt(&profile, 10, false);
         assert_eq!(scheduled(&result), (node_name(3).as_str(), 4, 1));
         assert_eq!(filter.calls(), 4);
     }
@@ -1661,12 +1646,7 @@ mod tests {
                     }) as Arc<dyn PreFilter>
                 })
                 .collect();
-            let result = Algorithm::new(0).schedule(
-                &profile,
-                &snapshot(4),
-                &pod(),
-                &ScheduleOptions { explain: true },
-            );
+            let result = attempt(&profile, 4, true);
             match (&result, case.want_node, &case.want_message) {
                 (
                     ScheduleResult::Scheduled {
@@ -1794,12 +1774,7 @@ mod tests {
                 .map(|p| Arc::new(p) as Arc<dyn PreFilter>)
                 .collect();
             profile.post_filter = Some(post.clone());
-            let result = Algorithm::new(0).schedule(
-                &profile,
-                &snapshot(3),
-                &pod(),
-                &ScheduleOptions { explain: true },
-            );
+            let result = attempt(&profile, 3, true);
             let ScheduleResult::Unschedulable {
                 diagnosis,
                 message,
@@ -1934,12 +1909,7 @@ mod tests {
             )],
             vec![(FakeScore::new("S", |i| i as i64, None), 3)],
         );
-        let result = Algorithm::new(0).schedule(
-            &profile,
-            &snapshot(5),
-            &pod(),
-            &ScheduleOptions { explain: true },
-        );
+        let result = attempt(&profile, 5, true);
         let ScheduleResult::Scheduled {
             node,
             explanation,
@@ -2058,8 +2028,7 @@ mod tests {
     #[test]
     fn no_filters_every_node_fits() {
         let profile = profile_with(vec![], vec![(FakeScore::new("S", |i| i as i64, None), 1)]);
-        let result =
-            Algorithm::new(0).schedule(&profile, &snapshot(5), &pod(), &ScheduleOptions::default());
+        let result = attempt(&profile, 5, false);
         assert_eq!(scheduled(&result), (node_name(4).as_str(), 5, 5));
     }
 }

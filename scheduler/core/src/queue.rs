@@ -550,6 +550,16 @@ mod tests {
             .collect()
     }
 
+    /// A queue whose one pod "p" was added, popped and found unschedulable by `rejecting`,
+    /// all at `t0`.
+    fn failed_once(rejecting: &[&'static str], t0: Instant) -> SchedulingQueue {
+        let mut q = SchedulingQueue::new(QueueConfig::default());
+        q.add(pod("p", 0), t0);
+        let popped = q.pop(t0).unwrap();
+        q.add_unschedulable(popped, plugins(rejecting), t0);
+        q
+    }
+
     fn plugins(names: &[&'static str]) -> HashSet<&'static str> {
         names.iter().copied().collect()
     }
@@ -983,10 +993,7 @@ mod tests {
         ];
         for case in cases {
             let t0 = Instant::now();
-            let mut q = SchedulingQueue::new(QueueConfig::default());
-            q.add(pod("p", 0), t0);
-            let popped = q.pop(t0).unwrap();
-            q.add_unschedulable(popped, plugins(case.plugins), t0);
+            let mut q = failed_once(case.plugins, t0);
             assert_eq!(q.pending_counts(), (0, 0, 1, 0), "{}: setup", case.name);
             // Keep the active queue as it is: check counts before any pop flushes back-off.
             q.move_all_to_active_or_backoff(case.event, t0 + secs(case.at));
@@ -1076,10 +1083,7 @@ mod tests {
         ];
         for case in cases {
             let t0 = Instant::now();
-            let mut q = SchedulingQueue::new(QueueConfig::default());
-            q.add(pod("p", 0), t0);
-            let popped = q.pop(t0).unwrap();
-            q.add_unschedulable(popped, plugins(&["NodeAffinity"]), t0);
+            let mut q = failed_once(&["NodeAffinity"], t0);
             let mut updated = (*pod("p", 0).pod).clone();
             if case.relabel {
                 updated.metadata.labels.insert("zone".into(), "b".into());

@@ -272,6 +272,18 @@ impl PreferredTerms {
     }
 }
 
+/// The pod's `spec.affinity.nodeAffinity`, if it has one.
+fn pod_node_affinity(pod: &Pod) -> Option<&NodeAffinity> {
+    pod.spec.affinity.as_ref()?.node_affinity.as_ref()
+}
+
+/// The pod's required node affinity (`requiredDuringSchedulingIgnoredDuringExecution`), if any.
+pub fn required_node_selector(pod: &Pod) -> Option<&NodeSelector> {
+    pod_node_affinity(pod)?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()
+}
+
 /// A pod's hard node constraints: `nodeSelector` ANDed with required node affinity (kube's
 /// `RequiredNodeAffinity`).
 #[derive(Clone, Debug, Default)]
@@ -283,16 +295,7 @@ pub struct RequiredNodeAffinity {
 impl RequiredNodeAffinity {
     /// The pod's constraints, parsed.
     pub fn from_pod(pod: &Pod) -> Self {
-        let required = pod
-            .spec
-            .affinity
-            .as_ref()
-            .and_then(|a| a.node_affinity.as_ref())
-            .and_then(|na| {
-                na.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
-            .map(NodeSelectorMatcher::new);
+        let required = required_node_selector(pod).map(NodeSelectorMatcher::new);
         RequiredNodeAffinity {
             node_selector: pod.spec.node_selector.clone(),
             required,
@@ -380,12 +383,7 @@ struct PreScoreState {
 }
 
 fn pod_preferred_terms(pod: &Pod) -> Result<PreferredTerms, SelectorError> {
-    match pod
-        .spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-    {
+    match pod_node_affinity(pod) {
         Some(na) => {
             PreferredTerms::try_new(&na.preferred_during_scheduling_ignored_during_execution)
         }
@@ -431,17 +429,7 @@ impl PreFilter for NodeAffinityPlugin {
         state.insert(PreFilterState {
             required: RequiredNodeAffinity::from_pod(&pod.pod),
         });
-        let Some(required) = pod
-            .pod
-            .spec
-            .affinity
-            .as_ref()
-            .and_then(|a| a.node_affinity.as_ref())
-            .and_then(|na| {
-                na.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
-        else {
+        let Some(required) = required_node_selector(&pod.pod) else {
             return Ok(PreFilterOutcome::AllNodes);
         };
         Ok(match pinned_node_names(required) {

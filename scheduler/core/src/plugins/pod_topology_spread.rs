@@ -21,7 +21,7 @@ use berth_model::names;
 use berth_model::validate::validate_topology_spread_constraints;
 use serde::{Deserialize, Serialize};
 
-use super::node_affinity::RequiredNodeAffinity;
+use super::node_affinity::{required_node_selector, RequiredNodeAffinity};
 use super::taint_toleration::{find_untolerated_taint, is_do_not_schedule};
 use super::InvalidArgs;
 use crate::framework::cache::IncrementalCache;
@@ -363,16 +363,7 @@ impl PreFilter for PodTopologySpread {
         let key = PreFilterKey {
             constraints: constraints.clone(),
             node_selector: pod.pod.spec.node_selector.clone(),
-            required_node_affinity: pod
-                .pod
-                .spec
-                .affinity
-                .as_ref()
-                .and_then(|a| a.node_affinity.as_ref())
-                .and_then(|na| {
-                    na.required_during_scheduling_ignored_during_execution
-                        .clone()
-                }),
+            required_node_affinity: required_node_selector(&pod.pod).cloned(),
             tolerations: pod.pod.spec.tolerations.clone(),
             namespace: pod.pod.metadata.namespace.clone(),
         };
