@@ -123,12 +123,9 @@ pub fn plan(ds: &DaemonSet, nodes: &[&Node], pods: &[&Pod]) -> DaemonPlan {
 
 /// Reconciles one DaemonSet.
 pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Result<(), Error> {
-    let Some(Object::DaemonSet(ds)) = m.cache.get(Kind::DaemonSet, namespace, name).cloned() else {
+    let Some(Object::DaemonSet(ds)) = m.live(Kind::DaemonSet, namespace, name) else {
         return Ok(());
     };
-    if ds.metadata.deletion_timestamp.is_some() {
-        return Ok(());
-    }
     let pods: Vec<Pod> = controlled_pods(&m.cache, &ds.metadata.uid)
         .into_iter()
         .cloned()

@@ -157,11 +157,10 @@ pub fn recreate_step(
 
 /// Reconciles one Deployment.
 pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Result<(), Error> {
-    let Some(Object::Deployment(d)) = m.cache.get(Kind::Deployment, namespace, name).cloned()
-    else {
+    let Some(Object::Deployment(d)) = m.live(Kind::Deployment, namespace, name) else {
         return Ok(());
     };
-    if d.metadata.deletion_timestamp.is_some() || d.metadata.uid.is_empty() {
+    if d.metadata.uid.is_empty() {
         return Ok(());
     }
     let desired = replica_set_for(&d);

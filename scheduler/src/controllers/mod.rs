@@ -368,6 +368,15 @@ impl ControllerManager {
         Ok(())
     }
 
+    /// The cached object of that kind and name, unless it is gone or being deleted (the
+    /// workload controllers leave an object being deleted alone).
+    pub fn live(&self, kind: Kind, namespace: &str, name: &str) -> Option<Object> {
+        self.cache
+            .get(kind, namespace, name)
+            .filter(|o| o.meta().deletion_timestamp.is_none())
+            .cloned()
+    }
+
     /// Writes `updated`, a copy of the cached `current` with new fields, unless it is the
     /// same; the write fails if the object changed meanwhile (its resourceVersion).
     pub fn update_if_changed(&mut self, current: &Object, updated: Object) -> Result<(), Error> {

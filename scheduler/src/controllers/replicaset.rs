@@ -125,16 +125,11 @@ pub fn replica_counts(pods: &[&Pod]) -> (i32, i32, i32) {
 
 /// Reconciles one ReplicaSet.
 pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Result<(), Error> {
-    let Some(Object::ReplicaSet(rs)) = m
-        .cache
-        .get(berth_proto::model::Kind::ReplicaSet, namespace, name)
-        .cloned()
+    let Some(Object::ReplicaSet(rs)) =
+        m.live(berth_proto::model::Kind::ReplicaSet, namespace, name)
     else {
         return Ok(());
     };
-    if rs.metadata.deletion_timestamp.is_some() {
-        return Ok(());
-    }
     let owned: Vec<Pod> = controlled_pods(&m.cache, &rs.metadata.uid)
         .into_iter()
         .cloned()
