@@ -581,24 +581,11 @@ pub fn validate_label_selector(selector: &LabelSelector, path: &str) -> Vec<Fiel
     for (i, req) in selector.match_expressions.iter().enumerate() {
         let p = index(&exprs_path, i);
         let values_path = child(&p, "values");
-        match req.operator {
-            LabelSelectorOperator::In | LabelSelectorOperator::NotIn => {
-                if req.values.is_empty() {
-                    errs.push(FieldError::required(
-                        &values_path,
-                        "must be specified when `operator` is 'In' or 'NotIn'",
-                    ));
-                }
-            }
-            LabelSelectorOperator::Exists | LabelSelectorOperator::DoesNotExist => {
-                if !req.values.is_empty() {
-                    errs.push(FieldError::forbidden(
-                        &values_path,
-                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                    ));
-                }
-            }
-        }
+        let needs_values = match req.operator {
+            LabelSelectorOperator::In | LabelSelectorOperator::NotIn => true,
+            LabelSelectorOperator::Exists | LabelSelectorOperator::DoesNotExist => false,
+        };
+        errs.extend(set_operator_values(needs_values, &req.values, &values_path));
         errs.extend(invalid_each(
             &child(&p, "key"),
             &req.key,
@@ -615,6 +602,28 @@ pub fn validate_label_selector(selector: &LabelSelector, path: &str) -> Vec<Fiel
     errs
 }
 
+/// The values rule that label and node selector requirements share: In and NotIn
+/// (`needs_values`) take at least one value, Exists and DoesNotExist none.
+fn set_operator_values(
+    needs_values: bool,
+    values: &[String],
+    values_path: &str,
+) -> Option<FieldError> {
+    if needs_values && values.is_empty() {
+        Some(FieldError::required(
+            values_path,
+            "must be specified when `operator` is 'In' or 'NotIn'",
+        ))
+    } else if !needs_values && !values.is_empty() {
+        Some(FieldError::forbidden(
+            values_path,
+            "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+        ))
+    } else {
+        None
+    }
+}
+
 /// Checks a node selector requirement on labels (`matchExpressions`): the key a label key;
 /// In and NotIn with at least one value; Exists and DoesNotExist with none; Gt and Lt with
 /// exactly one value.
@@ -626,20 +635,10 @@ pub fn validate_node_selector_requirement(
     let values_path = child(path, "values");
     match req.operator {
         NodeSelectorOperator::In | NodeSelectorOperator::NotIn => {
-            if req.values.is_empty() {
-                errs.push(FieldError::required(
-                    &values_path,
-                    "must be specified when `operator` is 'In' or 'NotIn'",
-                ));
-            }
+            errs.extend(set_operator_values(true, &req.values, &values_path));
         }
         NodeSelectorOperator::Exists | NodeSelectorOperator::DoesNotExist => {
-            if !req.values.is_empty() {
-                errs.push(FieldError::forbidden(
-                    &values_path,
-                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                ));
-            }
+            errs.extend(set_operator_values(false, &req.values, &values_path));
         }
         // As in Kubernetes, the single value is not checked to be an integer: one that is
         // not never matches, and the pod stays unschedulable.
