@@ -157,13 +157,7 @@ fn check_key(key: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(pairs: &[(&str, &str)]) -> StringMap {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::model::string_map;
 
     #[test]
     fn string_selectors_match_like_kubectl() {
@@ -242,7 +236,7 @@ mod tests {
         for case in cases {
             let sel = parse(case.selector).unwrap_or_else(|e| panic!("{}: {e}", case.selector));
             assert_eq!(
-                sel.matches(&labels(case.labels)),
+                sel.matches(&string_map(case.labels)),
                 case.want,
                 "{}",
                 case.selector

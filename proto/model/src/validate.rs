@@ -1855,13 +1855,6 @@ mod tests {
         pairs.iter().map(|(k, v)| (k.to_string(), q(v))).collect()
     }
 
-    fn strings(pairs: &[(&str, &str)]) -> StringMap {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
     fn req(key: &str, operator: NodeSelectorOperator, values: &[&str]) -> NodeSelectorRequirement {
         NodeSelectorRequirement {
             key: key.into(),
@@ -1884,7 +1877,7 @@ mod tests {
 
     fn app_selector() -> LabelSelector {
         LabelSelector {
-            match_labels: strings(&[("app", "web")]),
+            match_labels: string_map(&[("app", "web")]),
             match_expressions: vec![selector_req("tier", LabelSelectorOperator::In, &["front"])],
         }
     }
@@ -1917,8 +1910,8 @@ mod tests {
             metadata: ObjectMeta {
                 name: "web-1".into(),
                 namespace: "default".into(),
-                labels: strings(&[("app", "web"), ("example.com/tier", "front"), ("empty", "")]),
-                annotations: strings(&[("example.com/note", "anything: goes, here!")]),
+                labels: string_map(&[("app", "web"), ("example.com/tier", "front"), ("empty", "")]),
+                annotations: string_map(&[("example.com/note", "anything: goes, here!")]),
                 ..Default::default()
             },
             spec: PodSpec {
@@ -1928,7 +1921,7 @@ mod tests {
                     restart_policy: Some(RestartPolicy::Always),
                     ..Default::default()
                 }],
-                node_selector: strings(&[("disk", "ssd")]),
+                node_selector: string_map(&[("disk", "ssd")]),
                 affinity: Some(Affinity {
                     node_affinity: Some(NodeAffinity {
                         required_during_scheduling_ignored_during_execution: Some(NodeSelector {
@@ -2086,7 +2079,7 @@ mod tests {
         Node {
             metadata: ObjectMeta {
                 name: "node-1".into(),
-                labels: strings(&[("kubernetes.io/hostname", "node-1"), ("zone", "a")]),
+                labels: string_map(&[("kubernetes.io/hostname", "node-1"), ("zone", "a")]),
                 ..Default::default()
             },
             spec: NodeSpec {
@@ -2864,7 +2857,7 @@ mod tests {
     fn web_template() -> PodTemplateSpec {
         PodTemplateSpec {
             metadata: ObjectMeta {
-                labels: strings(&[("app", "web"), ("tier", "front")]),
+                labels: string_map(&[("app", "web"), ("tier", "front")]),
                 ..Default::default()
             },
             spec: PodSpec {
@@ -2929,7 +2922,7 @@ mod tests {
                 metadata: meta("agent", "kube-system"),
                 spec: DaemonSetSpec {
                     selector: Some(LabelSelector {
-                        match_labels: strings(&[("app", "web")]),
+                        match_labels: string_map(&[("app", "web")]),
                         match_expressions: vec![],
                     }),
                     template: web_template(),
@@ -2965,7 +2958,7 @@ mod tests {
                     pod_fixed: resources(&[("cpu", "250m"), ("memory", "120Mi")]),
                 }),
                 scheduling: Some(Scheduling {
-                    node_selector: strings(&[("runtime", "kata")]),
+                    node_selector: string_map(&[("runtime", "kata")]),
                     tolerations: vec![Toleration {
                         key: "kata".into(),
                         operator: Some(TolerationOperator::Exists),
@@ -3465,7 +3458,7 @@ mod tests {
                 Object::Namespace(Namespace {
                     metadata: ObjectMeta {
                         name: "team-a".into(),
-                        labels: strings(&[("team", "a b")]),
+                        labels: string_map(&[("team", "a b")]),
                         ..Default::default()
                     },
                     ..Default::default()

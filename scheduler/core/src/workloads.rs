@@ -290,16 +290,10 @@ pub fn node_should_run_daemon_pod(ds: &DaemonSet, node: &Node) -> DaemonNodeFit 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_model::model::{NodeSpec, StringMap, Taint};
+    use berth_model::model::string_map;
+    use berth_model::model::{NodeSpec, Taint};
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
-
-    fn labels(pairs: &[(&str, &str)]) -> StringMap {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     fn deployment(yaml: &str) -> Deployment {
         serde_yaml_ng::from_str(yaml).expect("test deployment parses")
@@ -313,7 +307,7 @@ mod tests {
         Node {
             metadata: ObjectMeta {
                 name: name.to_string(),
-                labels: labels(node_labels),
+                labels: string_map(node_labels),
                 ..ObjectMeta::default()
             },
             spec: NodeSpec {
@@ -432,7 +426,7 @@ spec:
         assert_eq!(rs.metadata.name, format!("web-{hash}"));
         assert_eq!(rs.metadata.namespace, "shop");
         assert_eq!(rs.spec.replicas, 3);
-        let want_labels = labels(&[("app", "web"), ("pod-template-hash", &hash)]);
+        let want_labels = string_map(&[("app", "web"), ("pod-template-hash", &hash)]);
         assert_eq!(rs.metadata.labels, want_labels);
         assert_eq!(rs.spec.template.metadata.labels, want_labels);
         assert_eq!(

@@ -42,3 +42,11 @@ pub type ResourceList = std::collections::BTreeMap<String, crate::Quantity>;
 
 /// Labels or annotations: string keys to string values, ordered for determinism.
 pub type StringMap = std::collections::BTreeMap<String, String>;
+
+/// A [`StringMap`] from `(key, value)` pairs (`&[("app", "web")]`).
+pub fn string_map(pairs: &[(&str, &str)]) -> StringMap {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
