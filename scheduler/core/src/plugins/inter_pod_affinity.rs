@@ -665,20 +665,19 @@ impl Score for InterPodAffinity {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use berth_model::model::{LabelSelector, PodAffinityTerm};
 
     use super::*;
     use crate::framework::Code;
     use crate::plugins::testing::{
-        check_typed_args, scores, Info, NodeBuilder, PodBuilder, TypedArgsCase,
+        check_typed_args, filter_verdicts, scores, snapshot_with, zoned, Info, NodeBuilder,
+        PodBuilder, TypedArgsCase, Verdict,
     };
 
     const ZONE: &str = "topology.kubernetes.io/zone";
     const HOST: &str = "kubernetes.io/hostname";
 
-    type Verdict = Option<(&'static str, Code)>;
     const AFF: Verdict = Some((REASON_AFFINITY, Code::UnschedulableAndUnresolvable));
     const ANTI: Verdict = Some((REASON_ANTI_AFFINITY, Code::Unschedulable));
     const EXISTING: Verdict = Some((REASON_EXISTING_ANTI_AFFINITY, Code::Unschedulable));
@@ -706,15 +705,6 @@ mod tests {
         }
     }
 
-    /// A node with a hostname label and, if given, a zone label.
-    fn zoned(name: &str, zone: Option<&str>) -> NodeBuilder {
-        let n = NodeBuilder::new(name).label(HOST, name);
-        match zone {
-            Some(z) => n.label(ZONE, z),
-            None => n,
-        }
-    }
-
     /// n1 and n2 in zone a, n3 in zone b.
     fn three_nodes() -> Vec<NodeBuilder> {
         vec![
@@ -739,19 +729,9 @@ mod tests {
         nodes: &[NodeBuilder],
         existing: &[(&str, PodBuilder)],
     ) -> Snapshot {
-        let mut snap = Snapshot::new();
+        let mut snap = snapshot_with(nodes, existing);
         for (ns, pairs) in namespaces {
             snap.set_namespace(ns, labels(pairs));
-        }
-        for n in nodes {
-            snap.upsert_node(Arc::new(n.clone().build()));
-        }
-        for (node_name, p) in existing {
-            let pod = p.clone().node_name(node_name).info();
-            assert!(
-                snap.add_pod(node_name, Arc::new(pod)),
-                "unknown node {node_name}"
-            );
         }
         snap
     }
@@ -763,25 +743,12 @@ mod tests {
         pod: &PodInfo,
         snap: &Snapshot,
     ) -> Vec<Verdict> {
-        snap.nodes()
-            .iter()
-            .map(|n| match plugin.filter(state, pod, n) {
-                Fit::Yes => None,
-                Fit::No(r) => {
-                    assert_eq!(r.plugin, NAME);
-                    assert_eq!(r.reasons.len(), 1);
-                    let reason = [
-                        REASON_AFFINITY,
-                        REASON_ANTI_AFFINITY,
-                        REASON_EXISTING_ANTI_AFFINITY,
-                    ]
-                    .into_iter()
-                    .find(|s| r.reasons[0] == *s)
-                    .expect("a known reason");
-                    Some((reason, r.code))
-                }
-            })
-            .collect()
+        let known = [
+            REASON_AFFINITY,
+            REASON_ANTI_AFFINITY,
+            REASON_EXISTING_ANTI_AFFINITY,
+        ];
+        filter_verdicts(plugin, state, pod, snap, &known)
     }
 
     #[test]

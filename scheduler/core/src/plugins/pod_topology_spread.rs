@@ -607,7 +607,8 @@ mod tests {
     use super::*;
     use crate::framework::Code;
     use crate::plugins::testing::{
-        check_typed_args, exists_toleration, scores, Info, NodeBuilder, PodBuilder, TypedArgsCase,
+        check_typed_args, exists_toleration, filter_verdicts, scores, snapshot_with, zoned, Info,
+        NodeBuilder, PodBuilder, TypedArgsCase, Verdict,
     };
 
     const ZONE: &str = names::LABEL_TOPOLOGY_ZONE;
@@ -617,7 +618,6 @@ mod tests {
     const SCHEDULE_ANYWAY: UnsatisfiableConstraintAction =
         UnsatisfiableConstraintAction::ScheduleAnyway;
 
-    type Verdict = Option<(&'static str, Code)>;
     const OK: Verdict = None;
     const SKEW: Verdict = Some((REASON_CONSTRAINTS_NOT_MATCH, Code::Unschedulable));
     const LABEL: Verdict = Some((
@@ -646,15 +646,6 @@ mod tests {
         }
     }
 
-    /// A node with a hostname label and, if given, a zone label.
-    fn zoned(name: &str, zone: Option<&str>) -> NodeBuilder {
-        let n = NodeBuilder::new(name).label(HOST, name);
-        match zone {
-            Some(z) => n.label(ZONE, z),
-            None => n,
-        }
-    }
-
     /// a1 and a2 in zone a, b1 in zone b.
     fn zone_nodes() -> Vec<NodeBuilder> {
         vec![
@@ -669,42 +660,14 @@ mod tests {
         PodBuilder::new(name).label("app", "web")
     }
 
-    fn snapshot(nodes: &[NodeBuilder], existing: &[(&str, PodBuilder)]) -> Snapshot {
-        let mut snap = Snapshot::new();
-        for n in nodes {
-            snap.upsert_node(Arc::new(n.clone().build()));
-        }
-        for (node_name, p) in existing {
-            let pod = p.clone().node_name(node_name).info();
-            assert!(
-                snap.add_pod(node_name, Arc::new(pod)),
-                "unknown node {node_name}"
-            );
-        }
-        snap
-    }
-
     fn run_filter(
         plugin: &PodTopologySpread,
         state: &CycleState,
         pod: &PodInfo,
         snap: &Snapshot,
     ) -> Vec<Verdict> {
-        snap.nodes()
-            .iter()
-            .map(|n| match plugin.filter(state, pod, n) {
-                Fit::Yes => None,
-                Fit::No(r) => {
-                    assert_eq!(r.plugin, NAME);
-                    assert_eq!(r.reasons.len(), 1);
-                    let reason = [REASON_CONSTRAINTS_NOT_MATCH, REASON_NODE_LABEL_NOT_MATCH]
-                        .into_iter()
-                        .find(|s| r.reasons[0] == *s)
-                        .expect("a known reason");
-                    Some((reason, r.code))
-                }
-            })
-            .collect()
+        let known = [REASON_CONSTRAINTS_NOT_MATCH, REASON_NODE_LABEL_NOT_MATCH];
+        filter_verdicts(plugin, state, pod, snap, &known)
     }
 
     #[test]
@@ -945,7 +908,7 @@ mod tests {
         ];
         let plugin = PodTopologySpread::default();
         for case in cases {
-            let snap = snapshot(&case.nodes, &case.existing);
+            let snap = snapshot_with(&case.nodes, &case.existing);
             let pod = case.pod.info();
             let mut state = CycleState::new();
             let outcome = plugin
@@ -1016,7 +979,7 @@ mod tests {
             zoned("b1", Some("b")).label("pool", "x"),
         ];
         for case in cases {
-            let snap = snapshot(&nodes, &[("a1", web("web-1"))]);
+            let snap = snapshot_with(&nodes, &[("a1", web("web-1"))]);
             let pod = case.pod.info();
             let mut state = CycleState::new();
             plugin
@@ -1272,7 +1235,7 @@ mod tests {
         for case in cases {
             let plugin = PodTopologySpread::try_new(case.args.clone())
                 .unwrap_or_else(|e| panic!("{}: {e}", case.name));
-            let snap = snapshot(&case.nodes, &case.existing);
+            let snap = snapshot_with(&case.nodes, &case.existing);
             let pod = case.pod.info();
             let feasible: Vec<&NodeInfo> = case
                 .feasible

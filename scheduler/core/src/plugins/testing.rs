@@ -10,9 +10,12 @@ pub(crate) use berth_model::testing::{
     container, equal_toleration, exists_toleration, NodeBuilder, PodBuilder,
 };
 
+use berth_model::names;
+
 use super::{parse_args, InvalidArgs, RegistryError};
 use crate::framework::{
-    CycleState, NodeInfo, PluginError, PodInfo, PreScore, PreScoreInput, Score, Snapshot,
+    Code, CycleState, Filter, Fit, NodeInfo, PluginError, PodInfo, PreScore, PreScoreInput, Score,
+    Snapshot,
 };
 
 /// Turns a builder into what plugins see.
@@ -53,6 +56,60 @@ pub(crate) fn snapshot(nodes: &[NodeInfo]) -> Snapshot {
         }
     }
     snap
+}
+
+/// A node with a hostname label and, if given, a zone label.
+pub(crate) fn zoned(name: &str, zone: Option<&str>) -> NodeBuilder {
+    let n = NodeBuilder::new(name).label(names::LABEL_HOSTNAME, name);
+    match zone {
+        Some(z) => n.label(names::LABEL_TOPOLOGY_ZONE, z),
+        None => n,
+    }
+}
+
+/// A snapshot of `nodes`, with each `(node name, pod)` of `existing` bound to that node.
+pub(crate) fn snapshot_with(nodes: &[NodeBuilder], existing: &[(&str, PodBuilder)]) -> Snapshot {
+    let mut snap = Snapshot::new();
+    for n in nodes {
+        snap.upsert_node(Arc::new(n.clone().build()));
+    }
+    for (node_name, p) in existing {
+        let pod = p.clone().node_name(node_name).info();
+        assert!(
+            snap.add_pod(node_name, Arc::new(pod)),
+            "unknown node {node_name}"
+        );
+    }
+    snap
+}
+
+/// A filter's verdict on one node: `None` when it fits, else its one reason and its code.
+pub(crate) type Verdict = Option<(&'static str, Code)>;
+
+/// The filter's verdict on every node of the snapshot, in order. Every rejection must come
+/// from the plugin itself and carry exactly one reason, one of `known`.
+pub(crate) fn filter_verdicts<F: Filter>(
+    plugin: &F,
+    state: &CycleState,
+    pod: &PodInfo,
+    snap: &Snapshot,
+    known: &[&'static str],
+) -> Vec<Verdict> {
+    snap.nodes()
+        .iter()
+        .map(|n| match plugin.filter(state, pod, n) {
+            Fit::Yes => None,
+            Fit::No(r) => {
+                assert_eq!(r.plugin, plugin.name());
+                assert_eq!(r.reasons.len(), 1);
+                let reason = known
+                    .iter()
+                    .find(|s| r.reasons[0] == **s)
+                    .expect("a known reason");
+                Some((*reason, r.code))
+            }
+        })
+        .collect()
 }
 
 /// Test YAML for a plugin's args: `""` stands for no args at all.
