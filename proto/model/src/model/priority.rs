@@ -38,6 +38,20 @@ pub struct PriorityClass {
 }
 
 impl PriorityClass {
+    /// A class `name` of priority `value`, with its apiVersion and kind set.
+    pub fn new(name: &str, value: i32) -> PriorityClass {
+        PriorityClass {
+            api_version: "scheduling.k8s.io/v1".into(),
+            kind: "PriorityClass".into(),
+            metadata: ObjectMeta {
+                name: name.into(),
+                ..Default::default()
+            },
+            value,
+            ..Default::default()
+        }
+    }
+
     /// The built-in classes that always exist.
     pub fn system_classes() -> Vec<PriorityClass> {
         [
@@ -46,15 +60,8 @@ impl PriorityClass {
         ]
         .into_iter()
         .map(|(name, value)| PriorityClass {
-            api_version: "scheduling.k8s.io/v1".into(),
-            kind: "PriorityClass".into(),
-            metadata: ObjectMeta {
-                name: name.into(),
-                ..Default::default()
-            },
-            value,
             description: "Built-in priority class for critical system pods.".into(),
-            ..Default::default()
+            ..PriorityClass::new(name, value)
         })
         .collect()
     }

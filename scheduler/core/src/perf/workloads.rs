@@ -359,16 +359,7 @@ pub fn zone_name(index: usize) -> String {
 pub fn priority_classes() -> Vec<PriorityClass> {
     [(LOW_PRIORITY_CLASS, 0), (HIGH_PRIORITY_CLASS, 10)]
         .into_iter()
-        .map(|(name, value)| PriorityClass {
-            api_version: "scheduling.k8s.io/v1".into(),
-            kind: "PriorityClass".into(),
-            metadata: ObjectMeta {
-                name: name.into(),
-                ..ObjectMeta::default()
-            },
-            value,
-            ..PriorityClass::default()
-        })
+        .map(|(name, value)| PriorityClass::new(name, value))
         .collect()
 }
 
