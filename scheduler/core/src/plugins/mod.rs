@@ -27,6 +27,10 @@ pub(crate) mod testing;
 use std::sync::Arc;
 
 use crate::framework::{Filter, PostFilter, PreFilter, PreScore, Score};
+use inter_pod_affinity::InterPodAffinity;
+use node_affinity::NodeAffinityPlugin;
+use node_resources_fit::NodeResourcesFit;
+use pod_topology_spread::PodTopologySpread;
 
 /// A constructed plugin, seen at each extension point it implements.
 #[derive(Clone, Default)]
@@ -106,24 +110,12 @@ pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
 /// that take no args ignore them, as kube-scheduler does.
 pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSet, RegistryError> {
     match name {
-        node_unschedulable::NAME => {
-            ignore_args(node_unschedulable::NAME, args);
-            let p = Arc::new(node_unschedulable::NodeUnschedulable);
-            Ok(PluginSet {
-                name: node_unschedulable::NAME,
-                filter: Some(p),
-                ..PluginSet::default()
-            })
-        }
-        node_name::NAME => {
-            ignore_args(node_name::NAME, args);
-            let p = Arc::new(node_name::NodeName);
-            Ok(PluginSet {
-                name: node_name::NAME,
-                filter: Some(p),
-                ..PluginSet::default()
-            })
-        }
+        node_unschedulable::NAME => Ok(filter_only(
+            node_unschedulable::NAME,
+            args,
+            node_unschedulable::NodeUnschedulable,
+        )),
+        node_name::NAME => Ok(filter_only(node_name::NAME, args, node_name::NodeName)),
         taint_toleration::NAME => {
             ignore_args(taint_toleration::NAME, args);
             let p = Arc::new(taint_toleration::TaintToleration);
@@ -136,71 +128,23 @@ pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSe
             })
         }
         node_affinity::NAME => {
-            let parsed: node_affinity::Args = parse_args(node_affinity::NAME, args)?;
-            let p = Arc::new(
-                node_affinity::NodeAffinityPlugin::try_new(parsed)
-                    .map_err(|e| invalid(node_affinity::NAME, e))?,
-            );
-            Ok(PluginSet {
-                name: node_affinity::NAME,
-                pre_filter: Some(p.clone()),
-                filter: Some(p.clone()),
-                pre_score: Some(p.clone()),
-                score: Some(p),
-                ..PluginSet::default()
-            })
+            filter_and_score(node_affinity::NAME, args, NodeAffinityPlugin::try_new)
         }
         node_resources_fit::NAME => {
-            let parsed: node_resources_fit::Args = parse_args(node_resources_fit::NAME, args)?;
-            let p = Arc::new(
-                node_resources_fit::NodeResourcesFit::try_new(parsed)
-                    .map_err(|e| invalid(node_resources_fit::NAME, e))?,
-            );
-            Ok(PluginSet {
-                name: node_resources_fit::NAME,
-                pre_filter: Some(p.clone()),
-                filter: Some(p.clone()),
-                pre_score: Some(p.clone()),
-                score: Some(p),
-                ..PluginSet::default()
-            })
+            filter_and_score(node_resources_fit::NAME, args, NodeResourcesFit::try_new)
         }
         inter_pod_affinity::NAME => {
-            let parsed: inter_pod_affinity::Args = parse_args(inter_pod_affinity::NAME, args)?;
-            let p = Arc::new(
-                inter_pod_affinity::InterPodAffinity::try_new(parsed)
-                    .map_err(|e| invalid(inter_pod_affinity::NAME, e))?,
-            );
-            Ok(PluginSet {
-                name: inter_pod_affinity::NAME,
-                pre_filter: Some(p.clone()),
-                filter: Some(p.clone()),
-                pre_score: Some(p.clone()),
-                score: Some(p),
-                ..PluginSet::default()
-            })
+            filter_and_score(inter_pod_affinity::NAME, args, InterPodAffinity::try_new)
         }
         pod_topology_spread::NAME => {
-            let parsed: pod_topology_spread::Args = parse_args(pod_topology_spread::NAME, args)?;
-            let p = Arc::new(
-                pod_topology_spread::PodTopologySpread::try_new(parsed)
-                    .map_err(|e| invalid(pod_topology_spread::NAME, e))?,
-            );
-            Ok(PluginSet {
-                name: pod_topology_spread::NAME,
-                pre_filter: Some(p.clone()),
-                filter: Some(p.clone()),
-                pre_score: Some(p.clone()),
-                score: Some(p),
-                ..PluginSet::default()
-            })
+            filter_and_score(pod_topology_spread::NAME, args, PodTopologySpread::try_new)
         }
         balanced_allocation::NAME => {
-            let parsed: balanced_allocation::Args = parse_args(balanced_allocation::NAME, args)?;
-            let p = Arc::new(
-                balanced_allocation::BalancedAllocation::try_new(parsed)
-                    .map_err(|e| invalid(balanced_allocation::NAME, e))?,
-            );
+            let p = with_args(
+                balanced_allocation::NAME,
+                args,
+                balanced_allocation::BalancedAllocation::try_new,
+            )?;
             Ok(PluginSet {
                 name: balanced_allocation::NAME,
                 pre_score: Some(p.clone()),
@@ -209,11 +153,11 @@ pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSe
             })
         }
         default_preemption::NAME => {
-            let parsed: default_preemption::Args = parse_args(default_preemption::NAME, args)?;
-            let p = Arc::new(
-                default_preemption::DefaultPreemption::try_new(parsed)
-                    .map_err(|e| invalid(default_preemption::NAME, e))?,
-            );
+            let p = with_args(
+                default_preemption::NAME,
+                args,
+                default_preemption::DefaultPreemption::try_new,
+            )?;
             Ok(PluginSet {
                 name: default_preemption::NAME,
                 post_filter: Some(p),
@@ -224,6 +168,57 @@ pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSe
             name: name.to_string(),
         }),
     }
+}
+
+/// Parses `plugin`'s args and builds it with `try_new`, which validates them.
+fn with_args<A, P>(
+    plugin: &'static str,
+    args: Option<&serde_yaml_ng::Value>,
+    try_new: impl FnOnce(A) -> Result<P, InvalidArgs>,
+) -> Result<Arc<P>, RegistryError>
+where
+    A: serde::de::DeserializeOwned + Default,
+{
+    let parsed = parse_args(plugin, args)?;
+    try_new(parsed)
+        .map(Arc::new)
+        .map_err(|e| invalid(plugin, e))
+}
+
+/// The set of a plugin without args that runs at Filter only.
+fn filter_only<P: Filter + 'static>(
+    name: &'static str,
+    args: Option<&serde_yaml_ng::Value>,
+    plugin: P,
+) -> PluginSet {
+    ignore_args(name, args);
+    PluginSet {
+        name,
+        filter: Some(Arc::new(plugin)),
+        ..PluginSet::default()
+    }
+}
+
+/// Builds a plugin with args (see [`with_args`]) that runs at PreFilter, Filter, PreScore
+/// and Score.
+fn filter_and_score<A, P>(
+    name: &'static str,
+    args: Option<&serde_yaml_ng::Value>,
+    try_new: impl FnOnce(A) -> Result<P, InvalidArgs>,
+) -> Result<PluginSet, RegistryError>
+where
+    A: serde::de::DeserializeOwned + Default,
+    P: PreFilter + Filter + PreScore + Score + 'static,
+{
+    let p = with_args(name, args, try_new)?;
+    Ok(PluginSet {
+        name,
+        pre_filter: Some(p.clone()),
+        filter: Some(p.clone()),
+        pre_score: Some(p.clone()),
+        score: Some(p),
+        ..PluginSet::default()
+    })
 }
 
 fn invalid(plugin: &'static str, e: InvalidArgs) -> RegistryError {
