@@ -14,7 +14,6 @@ use berth_proto::names;
 use berth_proto::pb;
 use berth_proto::pb::agent_client::AgentClient;
 use berth_proto::pb::berth_client::BerthClient;
-use clap::Parser;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
@@ -253,23 +252,10 @@ fn main() {
         .expect("tokio runtime");
     rt.block_on(async move {
         let dir = tempfile::tempdir().expect("temporary store");
-        let command = berth_scheduler::server::cli::Command::parse_from([
-            "berth-scheduler".to_string(),
-            "--listen".into(),
-            "127.0.0.1:0".into(),
-            "--data-dir".into(),
-            dir.path().join("store").display().to_string(),
-            "--seed".into(),
-            "1".into(),
-        ]);
-        let shutdown = CancellationToken::new();
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let server = tokio::spawn(berth_scheduler::server::run(
-            command.args,
-            shutdown.clone(),
-            Some(ready_tx),
-        ));
-        let addr = ready_rx.await.expect("the scheduler listens");
+        let server =
+            berth_scheduler::server::InProcess::start(&dir.path().join("store"), &["--seed", "1"])
+                .await;
+        let addr = server.addr;
         let endpoint = Endpoint::from_shared(format!("http://{addr}")).expect("address");
         // A few connections shared by everyone, as a client library would pool them.
         let mut channels = Vec::new();
@@ -371,8 +357,8 @@ fn main() {
             acked.len(),
             lost
         );
-        shutdown.cancel();
-        let _ = server.await;
+        server.shutdown.cancel();
+        let _ = server.task.await;
         assert_eq!(total_errors, 0, "API calls failed under load");
         assert_eq!(lost, 0, "acknowledged writes were lost");
         assert_eq!(node_failures.load(Ordering::Relaxed), 0, "node sessions failed under load");

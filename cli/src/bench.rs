@@ -550,14 +550,7 @@ async fn drive_e2e(
     .await?;
 
     // Initial pods, waited for.
-    let mut init = Vec::new();
-    let mut waited = 0;
-    for (group, wait) in &workload.init {
-        init.extend((0..group.count).map(|i| Object::Pod(group.pod(i))));
-        if *wait {
-            waited += group.count;
-        }
-    }
+    let (init, waited) = workload.initial_objects();
     let init_pods = init.len();
     apply_all(&mut api, init, args.batch).await?;
     wait_until(args.timeout, "initial pods", || {

@@ -306,19 +306,6 @@ async fn churn(
     }
 }
 
-/// The objects created before the measured phase, and the number of pods to wait for.
-fn initial_objects(workload: &Workload) -> (Vec<Object>, usize) {
-    let mut objects = Vec::new();
-    let mut waited = 0;
-    for (group, wait) in &workload.init {
-        objects.extend((0..group.count).map(|i| Object::Pod(group.pod(i))));
-        if *wait {
-            waited += group.count;
-        }
-    }
-    (objects, waited)
-}
-
 /// Runs a workload in this process and reports its measured phase.
 pub async fn run_in_process(
     workload: &Workload,
@@ -381,7 +368,7 @@ async fn drive(
     let nodes = (0..workload.nodes).map(|i| Object::Node(workload.node(i)));
     create_all(store, nodes, options.batch).await?;
 
-    let (init, waited) = initial_objects(workload);
+    let (init, waited) = workload.initial_objects();
     let init_pods = init.len();
     create_all(store, init, options.batch).await?;
     if !wait_until(options.timeout, || counter.other() >= waited).await {

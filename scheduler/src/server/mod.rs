@@ -146,6 +146,43 @@ pub enum ServeError {
     Transport(#[source] tonic::transport::Error),
 }
 
+/// A scheduler serving on a loopback port inside this process, for tests and benchmarks.
+pub struct InProcess {
+    /// The address it accepts connections on.
+    pub addr: SocketAddr,
+    /// Fires to stop it.
+    pub shutdown: CancellationToken,
+    /// The server task; it ends after `shutdown` fires.
+    pub task: tokio::task::JoinHandle<Result<(), ServeError>>,
+}
+
+impl InProcess {
+    /// Starts `berth-scheduler --listen 127.0.0.1:0 --data-dir DATA_DIR` with `flags` added,
+    /// and returns once it accepts connections. Panics if the flags do not parse or the
+    /// server stops before listening: callers are tests and benchmarks.
+    pub async fn start(data_dir: &std::path::Path, flags: &[&str]) -> InProcess {
+        use clap::Parser;
+        let mut argv = vec![
+            "berth-scheduler".to_string(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--data-dir".into(),
+            data_dir.display().to_string(),
+        ];
+        argv.extend(flags.iter().map(|f| f.to_string()));
+        let command = cli::Command::parse_from(argv);
+        let shutdown = CancellationToken::new();
+        let (ready, addr) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(run(command.args, shutdown.clone(), Some(ready)));
+        let addr = addr.await.expect("the scheduler listens");
+        InProcess {
+            addr,
+            shutdown,
+            task,
+        }
+    }
+}
+
 /// Runs the scheduler until `shutdown` fires. `ready` receives the bound address once the
 /// server accepts connections (useful with port 0).
 pub async fn run(

@@ -773,27 +773,14 @@ mod tests {
     /// The whole server in process: health answers without a token, the API does not.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn health_stays_open_while_the_api_requires_a_token() {
-        use clap::Parser;
         let dir = tempfile::tempdir().expect("temporary folder");
         let tokens = dir.path().join("tokens.csv");
         std::fs::write(&tokens, "secret,alice,admin\n").expect("writing tokens");
-        let command = crate::server::cli::Command::parse_from([
-            "berth-scheduler".to_string(),
-            "--listen".into(),
-            "127.0.0.1:0".into(),
-            "--data-dir".into(),
-            dir.path().join("store").display().to_string(),
-            "--token-file".into(),
-            tokens.display().to_string(),
-        ]);
-        let shutdown = tokio_util::sync::CancellationToken::new();
-        let (ready, addr) = tokio::sync::oneshot::channel();
-        let server = tokio::spawn(crate::server::run(
-            command.args,
-            shutdown.clone(),
-            Some(ready),
-        ));
-        let addr = addr.await.expect("the server listens");
+        let tokens = tokens.display().to_string();
+        let server =
+            crate::server::InProcess::start(&dir.path().join("store"), &["--token-file", &tokens])
+                .await;
+        let addr = server.addr;
         let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
             .expect("address")
             .connect()
@@ -829,8 +816,9 @@ mod tests {
             .await
             .expect("the admin token is accepted");
 
-        shutdown.cancel();
+        server.shutdown.cancel();
         server
+            .task
             .await
             .expect("the server task")
             .expect("a clean shutdown");

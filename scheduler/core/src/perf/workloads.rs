@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use berth_model::model::{
     Affinity, Container, LabelSelector, Node, NodeAffinity, NodeSelector, NodeSelectorOperator,
-    NodeSelectorRequirement, NodeSelectorTerm, ObjectMeta, Pod, PodAffinity, PodAffinityTerm,
-    PriorityClass, ResourceRequirements, StringMap, TopologySpreadConstraint,
+    NodeSelectorRequirement, NodeSelectorTerm, Object, ObjectMeta, Pod, PodAffinity,
+    PodAffinityTerm, PriorityClass, ResourceRequirements, StringMap, TopologySpreadConstraint,
     UnsatisfiableConstraintAction, WeightedPodAffinityTerm,
 };
 use berth_model::names;
@@ -437,6 +437,20 @@ fn group(template: PodTemplate, count: usize, namespace: &'static str) -> PodGro
 }
 
 impl Workload {
+    /// The objects created before the measured phase, and the number of pods to wait for
+    /// (both benchmark modes create the same ones).
+    pub fn initial_objects(&self) -> (Vec<Object>, usize) {
+        let mut objects = Vec::new();
+        let mut waited = 0;
+        for (group, wait) in &self.init {
+            objects.extend((0..group.count).map(|i| Object::Pod(group.pod(i))));
+            if *wait {
+                waited += group.count;
+            }
+        }
+        (objects, waited)
+    }
+
     /// The workload at the sizes of issue 7 (kube's 5000Nodes variants, with more measured
     /// pods so that a run lasts long enough to sample).
     pub fn new(name: WorkloadName) -> Self {
