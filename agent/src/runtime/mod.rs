@@ -32,6 +32,9 @@ pub type StatusSender = mpsc::UnboundedSender<PodReport>;
 /// be used as `dyn Runtime`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// What [`Runtime::stop`] returns: the pod's final status, or `None` if it did not run here.
+pub type Stopped<'a> = BoxFuture<'a, Result<Option<PodStatus>>>;
+
 /// The status of one pod, as the runtime last reported it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodReport {
@@ -105,11 +108,7 @@ pub trait Runtime: Send + Sync {
 
     /// Stops the pod with this uid, giving its containers up to `grace` to exit, and forgets
     /// it. Returns its final status (containers terminated), or `None` if it did not run here.
-    fn stop<'a>(
-        &'a self,
-        uid: &'a str,
-        grace: Duration,
-    ) -> BoxFuture<'a, Result<Option<PodStatus>>>;
+    fn stop<'a>(&'a self, uid: &'a str, grace: Duration) -> Stopped<'a>;
 
     /// uids of the pods that run now, sorted.
     fn running(&self) -> Vec<String>;

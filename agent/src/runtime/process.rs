@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::cgroup::{self, Cgroups};
-use super::{started_status, BoxFuture, PodReport, Runtime, StatusSender};
+use super::{started_status, BoxFuture, PodReport, Runtime, StatusSender, Stopped};
 use crate::error::{Error, Result};
 use crate::usage::{procfs, ContainerUsage, PodUsage};
 
@@ -502,11 +502,7 @@ impl Runtime for ProcessRuntime {
         })
     }
 
-    fn stop<'a>(
-        &'a self,
-        uid: &'a str,
-        grace: Duration,
-    ) -> BoxFuture<'a, Result<Option<PodStatus>>> {
+    fn stop<'a>(&'a self, uid: &'a str, grace: Duration) -> Stopped<'a> {
         Box::pin(async move {
             let Some(handle) = self.pods().remove(uid) else {
                 return Ok(None);

@@ -25,7 +25,7 @@ use berth_proto::Quantity;
 use tracing::{debug, warn};
 
 use super::process::STATE_RUNNING;
-use super::{mark_terminated, started_status, BoxFuture, PodReport, Runtime};
+use super::{mark_terminated, started_status, BoxFuture, PodReport, Runtime, Stopped};
 use crate::error::Result;
 use crate::usage::{ContainerUsage, PodUsage};
 
@@ -207,11 +207,7 @@ impl Runtime for SimRuntime {
         })
     }
 
-    fn stop<'a>(
-        &'a self,
-        uid: &'a str,
-        grace: Duration,
-    ) -> BoxFuture<'a, Result<Option<PodStatus>>> {
+    fn stop<'a>(&'a self, uid: &'a str, grace: Duration) -> Stopped<'a> {
         Box::pin(async move {
             // A simulated pod has no process to signal, so it exits at once, well within any
             // grace period.

@@ -27,7 +27,7 @@ use tonic::{Request, Response, Status, Streaming};
 use tracing::{debug, info, instrument, warn};
 
 use super::admission;
-use super::error::{blocking, Error};
+use super::error::{blocking, Error, Reply};
 use super::informer::Informer;
 use super::node_lifecycle::NodeHealth;
 use super::security::{self, Caller, Role};
@@ -446,10 +446,7 @@ type SessionStream = Pin<Box<dyn Stream<Item = Result<pb::SchedulerMessage, Stat
 #[tonic::async_trait]
 impl pb::agent_server::Agent for AgentService {
     #[instrument(skip_all)]
-    async fn register(
-        &self,
-        req: Request<pb::RegisterRequest>,
-    ) -> Result<Response<pb::RegisterResponse>, Status> {
+    async fn register(&self, req: Request<pb::RegisterRequest>) -> Reply<pb::RegisterResponse> {
         let caller = req.extensions().get::<Caller>().cloned();
         let node = node_from_pb(req.get_ref().node.as_ref(), "node")
             .map_err(|e| Error::BadRequest(e.to_string()))?;
@@ -475,7 +472,7 @@ impl pb::agent_server::Agent for AgentService {
     async fn session(
         &self,
         req: Request<Streaming<pb::AgentMessage>>,
-    ) -> Result<Response<Self::SessionStream>, Status> {
+    ) -> Reply<Self::SessionStream> {
         let caller = req.extensions().get::<Caller>().cloned();
         let mut inbound = req.into_inner();
         let hello = match inbound.next().await {

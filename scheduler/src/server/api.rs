@@ -13,7 +13,7 @@ use tonic::{Request, Response, Status};
 use tracing::instrument;
 
 use super::admission::{self, ApplyAction};
-use super::error::{blocking, Error, Result};
+use super::error::{blocking, Error, Reply, Result};
 
 /// Most objects one Apply may carry.
 pub const MAX_OBJECTS_PER_APPLY: usize = 10_000;
@@ -232,35 +232,23 @@ type WatchStream = Pin<Box<dyn Stream<Item = std::result::Result<pb::WatchEvent,
 #[tonic::async_trait]
 impl pb::berth_server::Berth for ApiService {
     #[instrument(skip_all, fields(objects = req.get_ref().objects.len()))]
-    async fn apply(
-        &self,
-        req: Request<pb::ApplyRequest>,
-    ) -> std::result::Result<Response<pb::ApplyResponse>, Status> {
+    async fn apply(&self, req: Request<pb::ApplyRequest>) -> Reply<pb::ApplyResponse> {
         let this = self.clone();
         let req = req.into_inner();
         let resp = blocking(move || this.apply(req)).await?;
         Ok(Response::new(resp))
     }
 
-    async fn get(
-        &self,
-        req: Request<pb::GetRequest>,
-    ) -> std::result::Result<Response<pb::Object>, Status> {
+    async fn get(&self, req: Request<pb::GetRequest>) -> Reply<pb::Object> {
         Ok(Response::new(ApiService::get(self, req.into_inner())?))
     }
 
-    async fn list(
-        &self,
-        req: Request<pb::ListRequest>,
-    ) -> std::result::Result<Response<pb::ListResponse>, Status> {
+    async fn list(&self, req: Request<pb::ListRequest>) -> Reply<pb::ListResponse> {
         Ok(Response::new(ApiService::list(self, req.into_inner())?))
     }
 
     #[instrument(skip_all, fields(name = %req.get_ref().name))]
-    async fn delete(
-        &self,
-        req: Request<pb::DeleteRequest>,
-    ) -> std::result::Result<Response<pb::DeleteResponse>, Status> {
+    async fn delete(&self, req: Request<pb::DeleteRequest>) -> Reply<pb::DeleteResponse> {
         let this = self.clone();
         let req = req.into_inner();
         let resp = blocking(move || ApiService::delete(&this, req)).await?;
@@ -268,10 +256,7 @@ impl pb::berth_server::Berth for ApiService {
     }
 
     #[instrument(skip_all, fields(namespace = %req.get_ref().namespace, name = %req.get_ref().name))]
-    async fn evict(
-        &self,
-        req: Request<pb::EvictRequest>,
-    ) -> std::result::Result<Response<pb::EvictResponse>, Status> {
+    async fn evict(&self, req: Request<pb::EvictRequest>) -> Reply<pb::EvictResponse> {
         let store = self.store.clone();
         let req = req.into_inner();
         let namespace = default_namespace(Kind::Pod, &req.namespace);
@@ -292,10 +277,7 @@ impl pb::berth_server::Berth for ApiService {
 
     type WatchStream = WatchStream;
 
-    async fn watch(
-        &self,
-        req: Request<pb::WatchRequest>,
-    ) -> std::result::Result<Response<Self::WatchStream>, Status> {
+    async fn watch(&self, req: Request<pb::WatchRequest>) -> Reply<Self::WatchStream> {
         let req = req.into_inner();
         let kind = request_kind(req.kind)?;
         let namespace = req.namespace.clone();

@@ -135,6 +135,9 @@ impl From<berth_store::Error> for Error {
 /// The result type of the server.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// What a gRPC handler returns.
+pub type Reply<T> = std::result::Result<tonic::Response<T>, tonic::Status>;
+
 /// Longest status message sent, in bytes. The message travels in an HTTP/2 trailer, and a
 /// client refuses trailers past its header-list limit (16 KiB by default): an error that
 /// quotes a huge invalid value must still reach the client as its own code.

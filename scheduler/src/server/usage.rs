@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 use tracing::{debug, instrument, warn};
 
 use super::agents::Sessions;
-use super::error::{blocking, Error};
+use super::error::{blocking, Error, Reply};
 use super::events::EventRecorder;
 
 /// A `Logs` call waiting for chunks from an agent.
@@ -242,10 +242,7 @@ type LogsStream = Pin<Box<dyn Stream<Item = Result<pb::LogsResponse, Status>> + 
 #[tonic::async_trait]
 impl pb::telemetry_server::Telemetry for TelemetryService {
     #[instrument(skip_all)]
-    async fn explain(
-        &self,
-        req: Request<pb::ExplainRequest>,
-    ) -> Result<Response<pb::ExplainResponse>, Status> {
+    async fn explain(&self, req: Request<pb::ExplainRequest>) -> Reply<pb::ExplainResponse> {
         let req = req.into_inner();
         let namespace = if req.namespace.is_empty() {
             "default".to_string()
