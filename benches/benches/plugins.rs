@@ -10,7 +10,7 @@
 //! so measure the full count over every placed pod, as the first pod of a new kind pays it.
 
 use berth_benches::{pod, snapshot};
-use berth_scheduler::framework::{CycleState, NodeInfo, PodInfo, PreScoreInput, Snapshot};
+use berth_scheduler::framework::{CycleState, NodeInfo, PodInfo, Snapshot};
 use berth_scheduler::perf::workloads::PodTemplate;
 use berth_scheduler::plugins::{build, PluginSet};
 use criterion::measurement::WallTime;
@@ -37,15 +37,9 @@ fn filter_all(plugin: &PluginSet, snapshot: &Snapshot, pod: &PodInfo) -> usize {
 fn score_all(plugin: &PluginSet, snapshot: &Snapshot, pod: &PodInfo) -> i64 {
     let mut state = CycleState::new();
     let nodes: Vec<&NodeInfo> = snapshot.nodes().iter().collect();
-    if let Some(pre) = &plugin.pre_score {
-        let input = PreScoreInput {
-            pod,
-            snapshot,
-            feasible: &nodes,
-        };
-        pre.pre_score(&mut state, &input)
-            .expect("pre_score succeeds on the fixtures");
-    }
+    plugin
+        .pre_score(&mut state, pod, snapshot, &nodes)
+        .expect("pre_score succeeds on the fixtures");
     let score = plugin.score.as_ref().expect("the plugin scores");
     nodes.iter().map(|n| score.score(&state, pod, n)).sum()
 }

@@ -26,7 +26,10 @@ pub(crate) mod testing;
 
 use std::sync::Arc;
 
-use crate::framework::{Filter, PostFilter, PreFilter, PreScore, Score};
+use crate::framework::{
+    CycleState, Filter, NodeInfo, PluginError, PodInfo, PostFilter, PreFilter, PreScore,
+    PreScoreInput, Score, Snapshot,
+};
 use inter_pod_affinity::InterPodAffinity;
 use node_affinity::NodeAffinityPlugin;
 use node_resources_fit::NodeResourcesFit;
@@ -47,6 +50,30 @@ pub struct PluginSet {
     pub pre_score: Option<Arc<dyn PreScore>>,
     /// Its Score, if any.
     pub score: Option<Arc<dyn Score>>,
+}
+
+impl PluginSet {
+    /// Runs the plugin's PreScore, if it has one, over `feasible`: what the cycle does
+    /// before scoring, for tests and benchmarks that drive one plugin.
+    pub fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        feasible: &[&NodeInfo],
+    ) -> Result<(), PluginError> {
+        match &self.pre_score {
+            Some(pre) => pre.pre_score(
+                state,
+                &PreScoreInput {
+                    pod,
+                    snapshot,
+                    feasible,
+                },
+            ),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A plugin name or its arguments are not acceptable.
@@ -437,7 +464,7 @@ mod tests {
     fn cached_plugins_decide_as_fresh_ones() {
         use std::sync::Arc;
 
-        use crate::framework::{NodeInfo, PodInfo, PreScoreInput, Snapshot};
+        use crate::framework::{NodeInfo, PodInfo, Snapshot};
         use crate::perf::workloads::{node as template_node, PodTemplate, MEASURED_NAMESPACE};
 
         struct Case {
@@ -485,14 +512,9 @@ mod tests {
                     .expect("pre_filter");
             }
             let nodes: Vec<&NodeInfo> = snapshot.nodes().iter().collect();
-            if let Some(pre) = &plugin.pre_score {
-                let input = PreScoreInput {
-                    pod,
-                    snapshot,
-                    feasible: &nodes,
-                };
-                pre.pre_score(&mut state, &input).expect("pre_score");
-            }
+            plugin
+                .pre_score(&mut state, pod, snapshot, &nodes)
+                .expect("pre_score");
             nodes
                 .iter()
                 .map(|n| {
