@@ -272,6 +272,20 @@ impl TestServer {
     async fn berth(&self, args: &[&str]) -> (bool, String, String) {
         run_berth(&self.addr.to_string(), args).await
     }
+
+    /// Runs `berth ARGS...`, asserts that it succeeded, and returns its stdout.
+    async fn succeeds(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.berth(args).await;
+        assert!(ok, "{args:?}: {err}");
+        out
+    }
+
+    /// Runs `berth ARGS...`, asserts that it failed, and returns its stderr.
+    async fn fails(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.berth(args).await;
+        assert!(!ok, "{args:?} succeeded: {out}");
+        err
+    }
 }
 
 async fn run_berth(server: &str, args: &[&str]) -> (bool, String, String) {
@@ -319,20 +333,18 @@ async fn apply_reports_created_configured_unchanged() {
     let nodes = server.manifest("nodes.yaml", NODES);
     let web = server.manifest("web.yaml", WEB);
 
-    let (ok, out, err) = server.berth(&["apply", "-f", &nodes, "-f", &web]).await;
-    assert!(ok, "{err}");
+    let out = server.succeeds(&["apply", "-f", &nodes, "-f", &web]).await;
     assert_eq!(out, "node/n1 created\nnode/n2 created\npod/web created\n");
 
-    let (ok, out, _) = server.berth(&["apply", "-f", &web]).await;
-    assert!(ok);
+    let out = server.succeeds(&["apply", "-f", &web]).await;
     assert_eq!(out, "pod/web unchanged\n");
 
     let changed = server.manifest("web.yaml", &WEB.replace("500m", "750m"));
-    let (ok, out, _) = server.berth(&["apply", "-f", &changed, "--dry-run"]).await;
-    assert!(ok);
+    let out = server
+        .succeeds(&["apply", "-f", &changed, "--dry-run"])
+        .await;
     assert_eq!(out, "pod/web configured (server dry run)\n");
-    let (ok, out, _) = server.berth(&["apply", "-f", &changed]).await;
-    assert!(ok);
+    let out = server.succeeds(&["apply", "-f", &changed]).await;
     assert_eq!(out, "pod/web configured\n");
     let Some(Object::Pod(pod)) = server.object(Kind::Pod, "default", "web") else {
         panic!("pod stored");
@@ -342,8 +354,8 @@ async fn apply_reports_created_configured_unchanged() {
         750
     );
 
-    let (ok, _, err) = server
-        .berth(&[
+    let err = server
+        .fails(&[
             "apply",
             "-n",
             "prod",
@@ -354,7 +366,6 @@ async fn apply_reports_created_configured_unchanged() {
             ),
         ])
         .await;
-    assert!(!ok);
     assert!(err.starts_with("error: the namespace from the provided object \"dev\" does not match the namespace \"prod\""), "{err}");
 }
 
@@ -389,10 +400,9 @@ async fn get_prints_tables_yaml_and_errors() {
     let server = TestServer::start().await;
     let nodes = server.manifest("nodes.yaml", NODES);
     let web = server.manifest("web.yaml", WEB);
-    assert!(server.berth(&["apply", "-f", &nodes, "-f", &web]).await.0);
+    server.succeeds(&["apply", "-f", &nodes, "-f", &web]).await;
 
-    let (ok, out, _) = server.berth(&["get", "pods"]).await;
-    assert!(ok);
+    let out = server.succeeds(&["get", "pods"]).await;
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "NAME   READY   STATUS    RESTARTS   AGE");
     assert!(
@@ -400,8 +410,7 @@ async fn get_prints_tables_yaml_and_errors() {
         "{out}"
     );
 
-    let (ok, out, _) = server.berth(&["get", "nodes", "-o", "wide"]).await;
-    assert!(ok);
+    let out = server.succeeds(&["get", "nodes", "-o", "wide"]).await;
     assert!(
         out.starts_with(
             "NAME   STATUS    ROLES    AGE   CPU   MEMORY   PODS   INTERNAL-IP   TAINTS\n"
@@ -410,17 +419,15 @@ async fn get_prints_tables_yaml_and_errors() {
     );
     assert!(out.contains("\nn2     Unknown   <none>   "), "{out}");
 
-    let (ok, out, _) = server.berth(&["get", "pod", "web", "-o", "yaml"]).await;
-    assert!(ok);
+    let out = server.succeeds(&["get", "pod", "web", "-o", "yaml"]).await;
     assert!(
         out.starts_with("apiVersion: v1\nkind: Pod\nmetadata:\n"),
         "{out}"
     );
 
-    let (ok, out, _) = server
-        .berth(&["get", "no", "-l", "zone=a", "-o", "name"])
+    let out = server
+        .succeeds(&["get", "no", "-l", "zone=a", "-o", "name"])
         .await;
-    assert!(ok);
     assert_eq!(out, "node/n1\n");
 
     let (ok, out, err) = server.berth(&["get", "pods", "-n", "other"]).await;
@@ -430,10 +437,9 @@ async fn get_prints_tables_yaml_and_errors() {
         ("", "No resources found in other namespace.\n")
     );
 
-    let (ok, out, err) = server
-        .berth(&["get", "pods", "--field-selector", "spec.nodeName=n1"])
+    let out = server
+        .succeeds(&["get", "pods", "--field-selector", "spec.nodeName=n1"])
         .await;
-    assert!(ok, "{err}");
     assert_eq!(out, "");
 
     let (ok, out, err) = server.berth(&["get", "pod", "web", "missing"]).await;
@@ -441,8 +447,7 @@ async fn get_prints_tables_yaml_and_errors() {
     assert!(out.starts_with("NAME"), "found objects still print: {out}");
     assert_eq!(err, "error: pod default/missing not found\n");
 
-    let (ok, _, err) = server.berth(&["get", "services"]).await;
-    assert!(!ok);
+    let err = server.fails(&["get", "services"]).await;
     assert_eq!(
         err,
         "error: the server doesn't have a resource type \"services\"\n"
@@ -453,24 +458,20 @@ async fn get_prints_tables_yaml_and_errors() {
 async fn label_taint_and_cordon_modify_nodes() {
     let server = TestServer::start().await;
     let nodes = server.manifest("nodes.yaml", NODES);
-    assert!(server.berth(&["apply", "-f", &nodes]).await.0);
+    server.succeeds(&["apply", "-f", &nodes]).await;
 
-    let (ok, out, err) = server.berth(&["label", "nodes", "n1", "disk=ssd"]).await;
-    assert!(ok, "{err}");
+    let out = server.succeeds(&["label", "nodes", "n1", "disk=ssd"]).await;
     assert_eq!(out, "node/n1 labeled\n");
-    let (ok, _, err) = server.berth(&["label", "nodes", "n1", "zone=b"]).await;
-    assert!(!ok);
+    let err = server.fails(&["label", "nodes", "n1", "zone=b"]).await;
     assert_eq!(
         err,
         "error: 'zone' already has a value (a), and --overwrite is false\n"
     );
-    let (ok, out, _) = server
-        .berth(&["label", "node/n1", "zone=b", "--overwrite"])
+    let out = server
+        .succeeds(&["label", "node/n1", "zone=b", "--overwrite"])
         .await;
-    assert!(ok);
     assert_eq!(out, "node/n1 labeled\n");
-    let (ok, out, _) = server.berth(&["label", "nodes", "n1", "disk-"]).await;
-    assert!(ok);
+    let out = server.succeeds(&["label", "nodes", "n1", "disk-"]).await;
     assert_eq!(out, "node/n1 unlabeled\n");
     assert_eq!(
         server.node("n1").metadata.labels,
@@ -479,41 +480,35 @@ async fn label_taint_and_cordon_modify_nodes() {
 
     // Two conflicts in a row: the taint is still written, after re-reading the node.
     server.fake.state.lock().expect("lock").conflicts_to_inject = 2;
-    let (ok, out, err) = server
-        .berth(&["taint", "nodes", "n1", "dedicated=gpu:NoSchedule"])
+    let out = server
+        .succeeds(&["taint", "nodes", "n1", "dedicated=gpu:NoSchedule"])
         .await;
-    assert!(ok, "{err}");
     assert_eq!(out, "node/n1 tainted\n");
     assert_eq!(server.node("n1").spec.taints.len(), 1);
-    let (ok, _, err) = server
-        .berth(&["taint", "nodes", "n1", "dedicated=db:NoSchedule"])
+    let err = server
+        .fails(&["taint", "nodes", "n1", "dedicated=db:NoSchedule"])
         .await;
-    assert!(!ok);
     assert_eq!(err, "error: node n1 already has dedicated taint(s) with same effect(s) and --overwrite is false\n");
-    let (ok, out, _) = server.berth(&["taint", "nodes", "n1", "dedicated-"]).await;
-    assert!(ok);
+    let out = server
+        .succeeds(&["taint", "nodes", "n1", "dedicated-"])
+        .await;
     assert_eq!(out, "node/n1 untainted\n");
     assert!(server.node("n1").spec.taints.is_empty());
 
-    let (ok, out, _) = server.berth(&["cordon", "n1", "n2"]).await;
-    assert!(ok);
+    let out = server.succeeds(&["cordon", "n1", "n2"]).await;
     assert_eq!(out, "node/n1 cordoned\nnode/n2 cordoned\n");
-    let (ok, out, _) = server.berth(&["cordon", "n1"]).await;
-    assert!(ok);
+    let out = server.succeeds(&["cordon", "n1"]).await;
     assert_eq!(out, "node/n1 already cordoned\n");
-    let (ok, out, _) = server.berth(&["get", "nodes"]).await;
-    assert!(ok);
+    let out = server.succeeds(&["get", "nodes"]).await;
     assert!(
         out.contains("\nn1     Unknown,SchedulingDisabled   "),
         "{out}"
     );
-    let (ok, out, _) = server.berth(&["uncordon", "n1"]).await;
-    assert!(ok);
+    let out = server.succeeds(&["uncordon", "n1"]).await;
     assert_eq!(out, "node/n1 uncordoned\n");
     assert!(!server.node("n1").spec.unschedulable);
 
-    let (ok, _, err) = server.berth(&["cordon", "nope"]).await;
-    assert!(!ok);
+    let err = server.fails(&["cordon", "nope"]).await;
     assert_eq!(err, "error: node nope not found\n");
 }
 
@@ -522,10 +517,9 @@ async fn delete_by_name_selector_and_manifest() {
     let server = TestServer::start().await;
     let nodes = server.manifest("nodes.yaml", NODES);
     let web = server.manifest("web.yaml", WEB);
-    assert!(server.berth(&["apply", "-f", &nodes, "-f", &web]).await.0);
+    server.succeeds(&["apply", "-f", &nodes, "-f", &web]).await;
 
-    let (ok, out, err) = server.berth(&["delete", "-f", &web]).await;
-    assert!(ok, "{err}");
+    let out = server.succeeds(&["delete", "-f", &web]).await;
     assert_eq!(out, "pod \"web\" deleted\n");
     assert!(server.object(Kind::Pod, "default", "web").is_none());
 
@@ -535,20 +529,16 @@ async fn delete_by_name_selector_and_manifest() {
         (out.as_str(), err.as_str()),
         ("", "error: pod default/web not found\n")
     );
-    let (ok, _, _) = server
-        .berth(&["delete", "pod", "web", "--ignore-not-found"])
+    server
+        .succeeds(&["delete", "pod", "web", "--ignore-not-found"])
         .await;
-    assert!(ok);
 
-    let (ok, out, _) = server.berth(&["delete", "nodes", "-l", "zone=a"]).await;
-    assert!(ok);
+    let out = server.succeeds(&["delete", "nodes", "-l", "zone=a"]).await;
     assert_eq!(out, "node \"n1\" deleted\n");
-    let (ok, out, _) = server.berth(&["delete", "node/n2"]).await;
-    assert!(ok);
+    let out = server.succeeds(&["delete", "node/n2"]).await;
     assert_eq!(out, "node \"n2\" deleted\n");
 
-    let (ok, _, err) = server.berth(&["delete", "pods"]).await;
-    assert!(!ok);
+    let err = server.fails(&["delete", "pods"]).await;
     assert_eq!(
         err,
         "error: resource(s) were provided, but no name was specified\n"
@@ -559,7 +549,7 @@ async fn delete_by_name_selector_and_manifest() {
 async fn describe_pod_shows_its_failed_scheduling_event() {
     let server = TestServer::start().await;
     let web = server.manifest("web.yaml", WEB);
-    assert!(server.berth(&["apply", "-f", &web]).await.0);
+    server.succeeds(&["apply", "-f", &web]).await;
     let Some(Object::Pod(Pod { metadata, .. })) = server.object(Kind::Pod, "default", "web") else {
         panic!("pod stored");
     };
@@ -571,8 +561,7 @@ async fn describe_pod_shows_its_failed_scheduling_event() {
         Time::now(),
     )));
 
-    let (ok, out, err) = server.berth(&["describe", "pod", "web"]).await;
-    assert!(ok, "{err}");
+    let out = server.succeeds(&["describe", "pod", "web"]).await;
     assert!(
         out.starts_with("Name:         web\nNamespace:    default\n"),
         "{out}"
@@ -585,8 +574,7 @@ async fn describe_pod_shows_its_failed_scheduling_event() {
         "{out}"
     );
 
-    let (ok, out, err) = server.berth(&["get", "events"]).await;
-    assert!(ok, "{err}");
+    let out = server.succeeds(&["get", "events"]).await;
     assert!(
         out.starts_with("LAST SEEN   TYPE      REASON             OBJECT    MESSAGE\n"),
         "{out}"
@@ -596,8 +584,7 @@ async fn describe_pod_shows_its_failed_scheduling_event() {
         "{out}"
     );
 
-    let (ok, _, err) = server.berth(&["describe", "pod", "nope"]).await;
-    assert!(!ok);
+    let err = server.fails(&["describe", "pod", "nope"]).await;
     assert_eq!(err, "error: pod default/nope not found\n");
 }
 
