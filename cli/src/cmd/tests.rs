@@ -238,11 +238,29 @@ impl TestServer {
         }
     }
 
+    /// A started server with the given manifests (file name, text) written and applied.
+    async fn with_applied(manifests: &[(&str, &str)]) -> Self {
+        let server = Self::start().await;
+        let mut args = vec!["apply".to_string()];
+        for (name, text) in manifests {
+            args.push("-f".to_string());
+            args.push(server.manifest(name, text));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        server.succeeds(&args).await;
+        server
+    }
+
+    /// The path of manifest file `name` in the server's folder.
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+
     /// Writes a manifest file and returns its path.
     fn manifest(&self, name: &str, text: &str) -> String {
-        let path = self.dir.path().join(name);
+        let path = self.path(name);
         std::fs::write(&path, text).expect("write manifest");
-        path.display().to_string()
+        path
     }
 
     fn insert(&self, object: Object) {
@@ -397,10 +415,7 @@ async fn invalid_manifests_are_reported_and_nothing_is_sent() {
 
 #[tokio::test]
 async fn get_prints_tables_yaml_and_errors() {
-    let server = TestServer::start().await;
-    let nodes = server.manifest("nodes.yaml", NODES);
-    let web = server.manifest("web.yaml", WEB);
-    server.succeeds(&["apply", "-f", &nodes, "-f", &web]).await;
+    let server = TestServer::with_applied(&[("nodes.yaml", NODES), ("web.yaml", WEB)]).await;
 
     let out = server.succeeds(&["get", "pods"]).await;
     let lines: Vec<&str> = out.lines().collect();
@@ -456,9 +471,7 @@ async fn get_prints_tables_yaml_and_errors() {
 
 #[tokio::test]
 async fn label_taint_and_cordon_modify_nodes() {
-    let server = TestServer::start().await;
-    let nodes = server.manifest("nodes.yaml", NODES);
-    server.succeeds(&["apply", "-f", &nodes]).await;
+    let server = TestServer::with_applied(&[("nodes.yaml", NODES)]).await;
 
     let out = server.succeeds(&["label", "nodes", "n1", "disk=ssd"]).await;
     assert_eq!(out, "node/n1 labeled\n");
@@ -514,11 +527,9 @@ async fn label_taint_and_cordon_modify_nodes() {
 
 #[tokio::test]
 async fn delete_by_name_selector_and_manifest() {
-    let server = TestServer::start().await;
-    let nodes = server.manifest("nodes.yaml", NODES);
-    let web = server.manifest("web.yaml", WEB);
-    server.succeeds(&["apply", "-f", &nodes, "-f", &web]).await;
+    let server = TestServer::with_applied(&[("nodes.yaml", NODES), ("web.yaml", WEB)]).await;
 
+    let web = server.path("web.yaml");
     let out = server.succeeds(&["delete", "-f", &web]).await;
     assert_eq!(out, "pod \"web\" deleted\n");
     assert!(server.object(Kind::Pod, "default", "web").is_none());
@@ -547,9 +558,7 @@ async fn delete_by_name_selector_and_manifest() {
 
 #[tokio::test]
 async fn describe_pod_shows_its_failed_scheduling_event() {
-    let server = TestServer::start().await;
-    let web = server.manifest("web.yaml", WEB);
-    server.succeeds(&["apply", "-f", &web]).await;
+    let server = TestServer::with_applied(&[("web.yaml", WEB)]).await;
     let Some(Object::Pod(Pod { metadata, .. })) = server.object(Kind::Pod, "default", "web") else {
         panic!("pod stored");
     };
