@@ -9,7 +9,7 @@ use berth_proto::model::{Object, StringMap};
 use berth_proto::validate::{validate_label_key, validate_label_value};
 use clap::Args;
 
-use super::{named_objects, object_ref, parse_targets, update_each, Context, Targets, Update};
+use super::{named_objects_required, object_ref, parse_targets, update_each, Context, Update};
 
 /// Flags of `berth label`.
 #[derive(Args, Debug, Clone)]
@@ -126,14 +126,9 @@ pub fn change_labels(
 pub async fn run(args: LabelArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     let (resources, specs) = split_changes(&args.args, "label")?;
     let changes = parse_label_changes(&specs)?;
-    let targets = parse_targets(&resources)?;
-    if let Targets::Kinds { names, .. } = &targets {
-        if names.is_empty() {
-            bail!("resource(s) were provided, but no name was specified");
-        }
-    }
+    let objects = named_objects_required(&parse_targets(&resources)?)?;
     let overwrite = args.overwrite;
-    update_each(ctx, named_objects(&targets), |object: &mut Object| {
+    update_each(ctx, objects, |object: &mut Object| {
         let kind = object.kind();
         let name = object.meta().name.clone();
         let (changed, mut notes) =

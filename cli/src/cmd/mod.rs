@@ -328,6 +328,17 @@ pub fn named_objects(targets: &Targets) -> Vec<(Kind, String)> {
     }
 }
 
+/// [`named_objects`] for the verbs that change objects: a kind without names is refused,
+/// as kubectl does.
+pub fn named_objects_required(targets: &Targets) -> anyhow::Result<Vec<(Kind, String)>> {
+    if let Targets::Kinds { names, .. } = targets {
+        if names.is_empty() {
+            bail!("resource(s) were provided, but no name was specified");
+        }
+    }
+    Ok(named_objects(targets))
+}
+
 /// Sorts objects by namespace, then name, for stable output.
 pub fn sort_objects(objects: &mut [Object]) {
     objects.sort_by(|a, b| {
@@ -476,5 +487,26 @@ mod parse_tests {
                 (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
             }
         }
+    }
+
+    #[test]
+    fn modifying_verbs_need_names() {
+        let kinds_only = Targets::Kinds {
+            kinds: vec![Kind::Node],
+            names: vec![],
+        };
+        let err = named_objects_required(&kinds_only).expect_err("no names");
+        assert_eq!(
+            err.to_string(),
+            "resource(s) were provided, but no name was specified"
+        );
+        let named = Targets::Kinds {
+            kinds: vec![Kind::Node, Kind::Pod],
+            names: vec!["a".into()],
+        };
+        assert_eq!(
+            named_objects_required(&named).expect("named"),
+            vec![(Kind::Node, "a".to_string()), (Kind::Pod, "a".to_string())]
+        );
     }
 }

@@ -6,7 +6,7 @@ use anyhow::bail;
 use berth_proto::model::{Kind, Object};
 use clap::Args;
 
-use super::{object_ref, parse_targets, update_each, Context, Targets, Update};
+use super::{named_objects_required, object_ref, parse_targets, update_each, Context, Update};
 
 /// Flags of `berth scale`.
 #[derive(Args, Debug, Clone)]
@@ -35,18 +35,7 @@ pub fn scale_update(object: &mut Object, replicas: i32) -> anyhow::Result<Update
 
 /// Runs `berth scale`.
 pub async fn run(args: ScaleArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
-    let objects = match parse_targets(&args.resources)? {
-        Targets::Named(named) => named,
-        Targets::Kinds { kinds, names } => {
-            if names.is_empty() {
-                bail!("resource(s) were provided, but no name was specified");
-            }
-            kinds
-                .iter()
-                .flat_map(|k| names.iter().map(move |n| (*k, n.clone())))
-                .collect()
-        }
-    };
+    let objects = named_objects_required(&parse_targets(&args.resources)?)?;
     if let Some((kind, _)) = objects
         .iter()
         .find(|(k, _)| !matches!(k, Kind::Deployment | Kind::ReplicaSet))

@@ -7,7 +7,7 @@ use berth_proto::taints::{self, TaintRemoval};
 use clap::Args;
 
 use super::label::split_changes;
-use super::{named_objects, object_ref, parse_targets, update_each, Context, Targets, Update};
+use super::{named_objects_required, object_ref, parse_targets, update_each, Context, Update};
 
 /// Flags of `berth taint`.
 #[derive(Args, Debug, Clone)]
@@ -111,12 +111,7 @@ pub async fn run(args: TaintArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     let (resources, specs) = split_changes(&args.args, "taint")?;
     let (add, remove) = taints::parse_taint_changes(&specs)?;
     let targets = parse_targets(&resources)?;
-    if let Targets::Kinds { names, .. } = &targets {
-        if names.is_empty() {
-            bail!("resource(s) were provided, but no name was specified");
-        }
-    }
-    let objects = named_objects(&targets);
+    let objects = named_objects_required(&targets)?;
     if let Some((kind, _)) = objects.iter().find(|(k, _)| *k != Kind::Node) {
         bail!(
             "invalid resource type {}, only node types are supported",
