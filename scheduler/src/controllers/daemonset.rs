@@ -234,90 +234,77 @@ mod tests {
 
     #[test]
     fn daemon_pods_follow_the_nodes() {
-        struct Case {
-            name: &'static str,
-            nodes: Vec<Node>,
-            pods: Vec<Pod>,
-            want_create: Vec<&'static str>,
-            want_delete: Vec<&'static str>,
-            want_desired: i32,
-        }
-        let cases = vec![
-            Case {
-                name: "every worker gets a pod",
-                nodes: vec![
-                    node("n1", true, None),
-                    node("n2", true, None),
-                    node("x", false, None),
-                ],
-                pods: vec![],
-                want_create: vec!["n1", "n2"],
-                want_delete: vec![],
-                want_desired: 2,
-            },
-            Case {
-                name: "pending pods count for their node",
-                nodes: vec![node("n1", true, None)],
-                pods: vec![pod_for("n1", "p1", false, PodPhase::Pending)],
-                want_create: vec![],
-                want_delete: vec![],
-                want_desired: 1,
-            },
-            Case {
-                name: "the pod of a node that left is deleted",
-                nodes: vec![node("n1", true, None)],
-                pods: vec![
-                    pod_for("n1", "p1", true, PodPhase::Running),
-                    pod_for("gone", "p2", true, PodPhase::Running),
-                ],
-                want_create: vec![],
-                want_delete: vec!["p2"],
-                want_desired: 1,
-            },
-            Case {
-                name: "a failed pod is deleted and replaced",
-                nodes: vec![node("n1", true, None)],
-                pods: vec![pod_for("n1", "p1", true, PodPhase::Failed)],
-                want_create: vec!["n1"],
-                want_delete: vec!["p1"],
-                want_desired: 1,
-            },
-            Case {
-                name: "an untolerated NoExecute taint removes the pod",
-                nodes: vec![node("n1", true, Some(TaintEffect::NoExecute))],
-                pods: vec![pod_for("n1", "p1", true, PodPhase::Running)],
-                want_create: vec![],
-                want_delete: vec!["p1"],
-                want_desired: 0,
-            },
-            Case {
-                name: "an untolerated NoSchedule taint keeps a running pod",
-                nodes: vec![node("n1", true, Some(TaintEffect::NoSchedule))],
-                pods: vec![pod_for("n1", "p1", true, PodPhase::Running)],
-                want_create: vec![],
-                want_delete: vec![],
-                want_desired: 0,
-            },
-            Case {
-                name: "duplicates on a node keep one",
-                nodes: vec![node("n1", true, None)],
-                pods: vec![
-                    pod_for("n1", "a", true, PodPhase::Running),
-                    pod_for("n1", "b", false, PodPhase::Pending),
-                ],
-                want_create: vec![],
-                want_delete: vec!["b"],
-                want_desired: 1,
-            },
+        let worker = |name| node(name, true, None);
+        let running = |node, name| pod_for(node, name, true, PodPhase::Running);
+        let pending = |node, name| pod_for(node, name, false, PodPhase::Pending);
+        let n1 = || vec![worker("n1")];
+        let p1 = || vec![running("n1", "p1")];
+        let all = vec![worker("n1"), worker("n2"), node("x", false, None)];
+        let left = vec![running("n1", "p1"), running("gone", "p2")];
+        let failed = vec![pod_for("n1", "p1", true, PodPhase::Failed)];
+        let no_exec = vec![node("n1", true, Some(TaintEffect::NoExecute))];
+        let no_sched = vec![node("n1", true, Some(TaintEffect::NoSchedule))];
+        let dup = vec![running("n1", "a"), pending("n1", "b")];
+        // (case, nodes, pods, nodes a pod is created on, pods deleted, desired count)
+        let cases: Vec<(&str, Vec<Node>, Vec<Pod>, &[&str], &[&str], i32)> = vec![
+            (
+                "every worker gets a pod",
+                all,
+                vec![],
+                &["n1", "n2"],
+                &[],
+                2,
+            ),
+            (
+                "pending pods count for their node",
+                n1(),
+                vec![pending("n1", "p1")],
+                &[],
+                &[],
+                1,
+            ),
+            (
+                "the pod of a node that left is deleted",
+                n1(),
+                left,
+                &[],
+                &["p2"],
+                1,
+            ),
+            (
+                "a failed pod is deleted and replaced",
+                n1(),
+                failed,
+                &["n1"],
+                &["p1"],
+                1,
+            ),
+            (
+                "an untolerated NoExecute taint removes the pod",
+                no_exec,
+                p1(),
+                &[],
+                &["p1"],
+                0,
+            ),
+            (
+                "an untolerated NoSchedule taint keeps a running pod",
+                no_sched,
+                p1(),
+                &[],
+                &[],
+                0,
+            ),
+            ("duplicates on a node keep one", n1(), dup, &[], &["b"], 1),
         ];
         let set = ds();
-        for case in cases {
-            let nodes: Vec<&Node> = case.nodes.iter().collect();
-            let pods: Vec<&Pod> = case.pods.iter().collect();
+        for (name, nodes, pods, want_create, want_delete, want_desired) in cases {
+            let nodes: Vec<&Node> = nodes.iter().collect();
+            let pods: Vec<&Pod> = pods.iter().collect();
             let got = plan(&set, &nodes, &pods);
-            assert_eq!(got.create_on, case.want_create, "{}: create", case.name);
-            assert_eq!(got.delete, case.want_delete, "{}: delete", case.name);
-            assert_eq!(got.desired, case.want_desired, "{}: desired", case.name);
+            assert_eq!(got.create_on, want_create, "{name}: create");
+            assert_eq!(got.delete, want_delete, "{name}: delete");
+            assert_eq!(got.desired, want_desired, "{name}: desired");
         }
     }
 
