@@ -560,118 +560,116 @@ mod tests {
 
     #[test]
     fn taints_follow_conditions() {
-        struct Case {
-            name: &'static str,
-            conditions: Vec<NodeCondition>,
-            taints: Vec<Taint>,
-            no_execute: Option<&'static str>,
-            want: Vec<&'static str>,
-        }
-        let cases = vec![
-            Case {
-                name: "ready node keeps only the user's taints",
-                conditions: vec![condition("Ready", "True", true)],
-                taints: vec![
-                    taint("dedicated", TaintEffect::NoSchedule),
-                    taint(TAINT_NODE_UNREACHABLE, TaintEffect::NoSchedule),
-                    taint(TAINT_NODE_UNREACHABLE, TaintEffect::NoExecute),
-                ],
-                no_execute: None,
-                want: vec!["dedicated:NoSchedule"],
-            },
-            Case {
-                name: "memory pressure adds its NoSchedule taint",
-                conditions: vec![
-                    condition("Ready", "True", true),
-                    condition("MemoryPressure", "True", true),
-                    condition("DiskPressure", "False", true),
-                ],
-                taints: vec![],
-                no_execute: None,
-                want: vec!["node.kubernetes.io/memory-pressure:NoSchedule"],
-            },
-            Case {
-                name: "pressure cleared removes the taint",
-                conditions: vec![
-                    condition("Ready", "True", true),
-                    condition("PIDPressure", "False", true),
-                ],
-                taints: vec![taint(TAINT_NODE_PID_PRESSURE, TaintEffect::NoSchedule)],
-                no_execute: None,
-                want: vec![],
-            },
-            Case {
-                name: "disk and pid pressure together",
-                conditions: vec![
-                    condition("DiskPressure", "True", true),
-                    condition("PIDPressure", "True", true),
-                ],
-                taints: vec![],
-                no_execute: None,
-                want: vec![
+        let cond = |type_, status| condition(type_, status, true);
+        let ready = || cond("Ready", "True");
+        let no_sched = |key| taint(key, TaintEffect::NoSchedule);
+        let both = |key| vec![no_sched(key), taint(key, TaintEffect::NoExecute)];
+        let stale = vec![
+            no_sched("dedicated"),
+            no_sched(TAINT_NODE_UNREACHABLE),
+            taint(TAINT_NODE_UNREACHABLE, TaintEffect::NoExecute),
+        ];
+        let pressure = vec![
+            ready(),
+            cond("MemoryPressure", "True"),
+            cond("DiskPressure", "False"),
+        ];
+        let user_prefer = vec![taint(
+            TAINT_NODE_MEMORY_PRESSURE,
+            TaintEffect::PreferNoSchedule,
+        )];
+        // (case, conditions, taints before, the NoExecute key the queue lets through, taints after)
+        type Row = (
+            &'static str,
+            Vec<NodeCondition>,
+            Vec<Taint>,
+            Option<&'static str>,
+            Vec<&'static str>,
+        );
+        let cases: Vec<Row> = vec![
+            (
+                "ready node keeps only the user's taints",
+                vec![ready()],
+                stale,
+                None,
+                vec!["dedicated:NoSchedule"],
+            ),
+            (
+                "memory pressure adds its NoSchedule taint",
+                pressure,
+                vec![],
+                None,
+                vec!["node.kubernetes.io/memory-pressure:NoSchedule"],
+            ),
+            (
+                "pressure cleared removes the taint",
+                vec![ready(), cond("PIDPressure", "False")],
+                vec![no_sched(TAINT_NODE_PID_PRESSURE)],
+                None,
+                vec![],
+            ),
+            (
+                "disk and pid pressure together",
+                vec![cond("DiskPressure", "True"), cond("PIDPressure", "True")],
+                vec![],
+                None,
+                vec![
                     "node.kubernetes.io/disk-pressure:NoSchedule",
                     "node.kubernetes.io/pid-pressure:NoSchedule",
                 ],
-            },
-            Case {
-                name: "not ready gets both not-ready taints",
-                conditions: vec![condition("Ready", "False", true)],
-                taints: vec![],
-                no_execute: Some(TAINT_NODE_NOT_READY),
-                want: vec![
+            ),
+            (
+                "not ready gets both not-ready taints",
+                vec![cond("Ready", "False")],
+                vec![],
+                Some(TAINT_NODE_NOT_READY),
+                vec![
                     "node.kubernetes.io/not-ready:NoSchedule",
                     "node.kubernetes.io/not-ready:NoExecute",
                 ],
-            },
-            Case {
-                name: "unknown swaps not-ready for unreachable",
-                conditions: vec![condition("Ready", "Unknown", true)],
-                taints: vec![
-                    taint(TAINT_NODE_NOT_READY, TaintEffect::NoSchedule),
-                    taint(TAINT_NODE_NOT_READY, TaintEffect::NoExecute),
-                ],
-                no_execute: Some(TAINT_NODE_UNREACHABLE),
-                want: vec![
+            ),
+            (
+                "unknown swaps not-ready for unreachable",
+                vec![cond("Ready", "Unknown")],
+                both(TAINT_NODE_NOT_READY),
+                Some(TAINT_NODE_UNREACHABLE),
+                vec![
                     "node.kubernetes.io/unreachable:NoSchedule",
                     "node.kubernetes.io/unreachable:NoExecute",
                 ],
-            },
-            Case {
-                name: "unknown waiting for its turn gets only NoSchedule",
-                conditions: vec![condition("Ready", "Unknown", true)],
-                taints: vec![],
-                no_execute: None,
-                want: vec!["node.kubernetes.io/unreachable:NoSchedule"],
-            },
-            Case {
-                name: "a user's PreferNoSchedule taint with a managed key is not touched",
-                conditions: vec![condition("Ready", "True", true)],
-                taints: vec![taint(
-                    TAINT_NODE_MEMORY_PRESSURE,
-                    TaintEffect::PreferNoSchedule,
-                )],
-                no_execute: None,
-                want: vec!["node.kubernetes.io/memory-pressure:PreferNoSchedule"],
-            },
-            Case {
-                name: "manifest node without conditions gets nothing",
-                conditions: vec![],
-                taints: vec![],
-                no_execute: None,
-                want: vec![],
-            },
+            ),
+            (
+                "unknown waiting for its turn gets only NoSchedule",
+                vec![cond("Ready", "Unknown")],
+                vec![],
+                None,
+                vec!["node.kubernetes.io/unreachable:NoSchedule"],
+            ),
+            (
+                "a user's PreferNoSchedule taint with a managed key is not touched",
+                vec![ready()],
+                user_prefer,
+                None,
+                vec!["node.kubernetes.io/memory-pressure:PreferNoSchedule"],
+            ),
+            (
+                "manifest node without conditions gets nothing",
+                vec![],
+                vec![],
+                None,
+                vec![],
+            ),
         ];
         let now = Time::from_unix_nanos(5_000_000_000);
-        for case in cases {
-            let n = node("n1", case.conditions, case.taints);
-            let got = reconcile_taints(&n, case.no_execute, now);
-            assert_eq!(names(&got), case.want, "{}", case.name);
+        for (name, conditions, taints, no_execute, want) in cases {
+            let n = node("n1", conditions, taints);
+            let got = reconcile_taints(&n, no_execute, now);
+            assert_eq!(names(&got), want, "{name}");
             for t in got.iter().filter(|t| t.effect == TaintEffect::NoExecute) {
                 let kept = n.spec.taints.iter().any(|o| o == t);
                 assert!(
                     kept || t.time_added == Some(now),
-                    "{}: a new NoExecute taint carries timeAdded",
-                    case.name
+                    "{name}: a new NoExecute taint carries timeAdded"
                 );
             }
         }
