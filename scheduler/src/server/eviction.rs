@@ -227,73 +227,62 @@ mod tests {
 
     #[test]
     fn decisions_follow_the_eviction_subresource() {
-        struct Case {
-            name: &'static str,
-            pod: Pod,
-            budgets: Vec<PodDisruptionBudget>,
-            want: Result<Option<i32>, &'static str>,
-        }
         use PodPhase::{Failed, Pending, Running};
-        let cases = vec![
-            Case {
-                name: "no budget",
-                pod: pod("p", Running, true),
-                budgets: vec![],
-                want: Ok(None),
-            },
-            Case {
-                name: "allowed: the budget is charged",
-                pod: pod("p", Running, true),
-                budgets: vec![budget("web", 1, 2, 3)],
-                want: Ok(Some(0)),
-            },
-            Case {
-                name: "exhausted",
-                pod: pod("p", Running, true),
-                budgets: vec![budget("web", 0, 2, 2)],
-                want: Err("Cannot evict pod as it would violate the pod's disruption budget. The disruption budget web needs 2 healthy pods and has 2 currently"),
-            },
-            Case {
-                name: "pending pods ignore budgets",
-                pod: pod("p", Pending, false),
-                budgets: vec![budget("web", 0, 2, 2)],
-                want: Ok(None),
-            },
-            Case {
-                name: "failed pods ignore budgets",
-                pod: pod("p", Failed, false),
-                budgets: vec![budget("web", 0, 2, 2)],
-                want: Ok(None),
-            },
-            Case {
-                name: "an unready pod of a healthy budget goes free",
-                pod: pod("p", Running, false),
-                budgets: vec![budget("web", 0, 2, 2)],
-                want: Ok(None),
-            },
-            Case {
-                name: "an unready pod of an unhealthy budget is refused",
-                pod: pod("p", Running, false),
-                budgets: vec![budget("web", 0, 2, 1)],
-                want: Err("The disruption budget web needs 2 healthy pods and has 1 currently"),
-            },
-            Case {
-                name: "two budgets",
-                pod: pod("p", Running, true),
-                budgets: vec![budget("a", 1, 1, 3), budget("b", 1, 1, 3)],
-                want: Err("more than one PodDisruptionBudget"),
-            },
+        // At its desired health, with no disruption left.
+        let at_minimum = || vec![budget("web", 0, 2, 2)];
+        // (case, the pod's phase and readiness, budgets, disruptions left after the charge or
+        // the refusal)
+        type Row = (
+            &'static str,
+            (PodPhase, bool),
+            Vec<PodDisruptionBudget>,
+            Result<Option<i32>, &'static str>,
+        );
+        let cases: Vec<Row> = vec![
+            ("no budget", (Running, true), vec![], Ok(None)),
+            (
+                "allowed: the budget is charged",
+                (Running, true),
+                vec![budget("web", 1, 2, 3)],
+                Ok(Some(0)),
+            ),
+            (
+                "exhausted",
+                (Running, true),
+                at_minimum(),
+                Err("Cannot evict pod as it would violate the pod's disruption budget. The disruption budget web needs 2 healthy pods and has 2 currently"),
+            ),
+            ("pending pods ignore budgets", (Pending, false), at_minimum(), Ok(None)),
+            ("failed pods ignore budgets", (Failed, false), at_minimum(), Ok(None)),
+            (
+                "an unready pod of a healthy budget goes free",
+                (Running, false),
+                at_minimum(),
+                Ok(None),
+            ),
+            (
+                "an unready pod of an unhealthy budget is refused",
+                (Running, false),
+                vec![budget("web", 0, 2, 1)],
+                Err("The disruption budget web needs 2 healthy pods and has 1 currently"),
+            ),
+            (
+                "two budgets",
+                (Running, true),
+                vec![budget("a", 1, 1, 3), budget("b", 1, 1, 3)],
+                Err("more than one PodDisruptionBudget"),
+            ),
         ];
-        for case in cases {
-            match (decide(&case.pod, &case.budgets), case.want) {
+        for (name, (phase, ready), budgets, want) in cases {
+            match (decide(&pod("p", phase, ready), &budgets), want) {
                 (Ok(Decision::Delete), Ok(None)) => {}
                 (Ok(Decision::DeleteAndCharge(b)), Ok(Some(left))) => {
-                    assert_eq!(b.status.disruptions_allowed, left, "{}", case.name)
+                    assert_eq!(b.status.disruptions_allowed, left, "{name}")
                 }
                 (Err(e), Err(want)) => {
-                    assert!(e.to_string().contains(want), "{}: {e}", case.name)
+                    assert!(e.to_string().contains(want), "{name}: {e}")
                 }
-                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
+                (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
             }
         }
     }
