@@ -523,82 +523,82 @@ mod tests {
 
     #[test]
     fn priority_comes_from_the_class() {
-        struct Case {
-            name: &'static str,
-            classes: Vec<PriorityClass>,
-            class: &'static str,
-            explicit: Option<i32>,
-            want: std::result::Result<(i32, PreemptionPolicy, &'static str), &'static str>,
-        }
-        let cases = vec![
-            Case {
-                name: "named class",
-                classes: vec![class("high", 1000, false, false)],
-                class: "high",
-                explicit: None,
-                want: Ok((1000, PreemptionPolicy::PreemptLowerPriority, "high")),
-            },
-            Case {
-                name: "class with preemptionPolicy Never",
-                classes: vec![class("batch", 10, false, true)],
-                class: "batch",
-                explicit: None,
-                want: Ok((10, PreemptionPolicy::Never, "batch")),
-            },
-            Case {
-                name: "global default applies to pods without a class",
-                classes: vec![class("normal", 50, true, false)],
-                class: "",
-                explicit: None,
-                want: Ok((50, PreemptionPolicy::PreemptLowerPriority, "normal")),
-            },
-            Case {
-                name: "built-in system class",
-                classes: vec![],
-                class: "system-node-critical",
-                explicit: None,
-                want: Ok((
-                    2_000_001_000,
-                    PreemptionPolicy::PreemptLowerPriority,
-                    "system-node-critical",
-                )),
-            },
-            Case {
-                name: "unknown class is refused",
-                classes: vec![],
-                class: "nope",
-                explicit: None,
-                want: Err("no PriorityClass with name nope was found"),
-            },
-            Case {
-                name: "explicit priority that disagrees with the class is refused",
-                classes: vec![class("high", 1000, false, false)],
-                class: "high",
-                explicit: Some(7),
-                want: Err("must not be provided in pod spec"),
-            },
-            Case {
-                name: "explicit priority equal to the computed one is accepted",
-                classes: vec![class("high", 1000, false, false)],
-                class: "high",
-                explicit: Some(1000),
-                want: Ok((1000, PreemptionPolicy::PreemptLowerPriority, "high")),
-            },
+        use PreemptionPolicy::{Never, PreemptLowerPriority};
+        let high = || vec![class("high", 1000, false, false)];
+        // (case, stored classes, the pod's class, its explicit priority, the admitted priority,
+        // policy and class or the refusal)
+        type Row = (
+            &'static str,
+            Vec<PriorityClass>,
+            &'static str,
+            Option<i32>,
+            std::result::Result<(i32, PreemptionPolicy, &'static str), &'static str>,
+        );
+        let cases: Vec<Row> = vec![
+            (
+                "named class",
+                high(),
+                "high",
+                None,
+                Ok((1000, PreemptLowerPriority, "high")),
+            ),
+            (
+                "class with preemptionPolicy Never",
+                vec![class("batch", 10, false, true)],
+                "batch",
+                None,
+                Ok((10, Never, "batch")),
+            ),
+            (
+                "global default applies to pods without a class",
+                vec![class("normal", 50, true, false)],
+                "",
+                None,
+                Ok((50, PreemptLowerPriority, "normal")),
+            ),
+            (
+                "built-in system class",
+                vec![],
+                "system-node-critical",
+                None,
+                Ok((2_000_001_000, PreemptLowerPriority, "system-node-critical")),
+            ),
+            (
+                "unknown class is refused",
+                vec![],
+                "nope",
+                None,
+                Err("no PriorityClass with name nope was found"),
+            ),
+            (
+                "explicit priority that disagrees with the class is refused",
+                high(),
+                "high",
+                Some(7),
+                Err("must not be provided in pod spec"),
+            ),
+            (
+                "explicit priority equal to the computed one is accepted",
+                high(),
+                "high",
+                Some(1000),
+                Ok((1000, PreemptLowerPriority, "high")),
+            ),
         ];
-        for case in cases {
-            let store = store_with(case.classes);
-            let mut p = pod("web", case.class);
-            p.spec.priority = case.explicit;
-            match (admitted_pod(&store, p), case.want) {
+        for (name, classes, class, explicit, want) in cases {
+            let store = store_with(classes);
+            let mut p = pod("web", class);
+            p.spec.priority = explicit;
+            match (admitted_pod(&store, p), want) {
                 (Ok(p), Ok((value, policy, class))) => {
-                    assert_eq!(p.spec.priority, Some(value), "{}", case.name);
-                    assert_eq!(p.spec.preemption_policy, Some(policy), "{}", case.name);
-                    assert_eq!(p.spec.priority_class_name, class, "{}", case.name);
+                    assert_eq!(p.spec.priority, Some(value), "{name}");
+                    assert_eq!(p.spec.preemption_policy, Some(policy), "{name}");
+                    assert_eq!(p.spec.priority_class_name, class, "{name}");
                 }
                 (Err(e), Err(want)) => {
-                    assert!(e.to_string().contains(want), "{}: got {e}", case.name)
+                    assert!(e.to_string().contains(want), "{name}: got {e}")
                 }
-                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
+                (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
             }
         }
     }
