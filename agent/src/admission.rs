@@ -172,7 +172,7 @@ mod tests {
             memory_bytes: 1 << 30,
             pods: 3,
         };
-        let cases = vec![
+        let mut cases = vec![
             Case {
                 name: "fits",
                 pod: pod("p", Some("2"), Some("512Mi")),
@@ -217,35 +217,49 @@ mod tests {
                 pressure: vec![],
                 want: Ok(()),
             },
-            Case {
-                name: "memory pressure refuses BestEffort",
-                pod: pod("p", None, None),
-                admitted: vec![],
-                pressure: vec![Signal::MemoryAvailable],
-                want: Err(("Evicted", "Pod was rejected: The node had condition: [MemoryPressure].")),
-            },
-            Case {
-                name: "memory pressure refuses a pod whose only request is zero (still BestEffort)",
-                pod: pod("p", Some("0"), None),
-                admitted: vec![],
-                pressure: vec![Signal::MemoryAvailable],
-                want: Err(("Evicted", "Pod was rejected: The node had condition: [MemoryPressure].")),
-            },
-            Case {
-                name: "memory pressure admits a pod with requests",
-                pod: pod("p", Some("100m"), None),
-                admitted: vec![],
-                pressure: vec![Signal::MemoryAvailable],
-                want: Ok(()),
-            },
-            Case {
-                name: "disk pressure refuses every pod",
-                pod: pod("p", Some("100m"), None),
-                admitted: vec![],
-                pressure: vec![Signal::NodeFsAvailable],
-                want: Err(("Evicted", "Pod was rejected: The node had condition: [DiskPressure].")),
-            },
         ];
+        let memory_pressure = Err((
+            "Evicted",
+            "Pod was rejected: The node had condition: [MemoryPressure].",
+        ));
+        let disk_pressure = Err((
+            "Evicted",
+            "Pod was rejected: The node had condition: [DiskPressure].",
+        ));
+        // Pressure alone, on an empty node: (name, the pod's cpu request, signal, want).
+        let under_pressure = [
+            (
+                "memory pressure refuses BestEffort",
+                None,
+                Signal::MemoryAvailable,
+                memory_pressure,
+            ),
+            (
+                "memory pressure refuses a pod whose only request is zero (still BestEffort)",
+                Some("0"),
+                Signal::MemoryAvailable,
+                memory_pressure,
+            ),
+            (
+                "memory pressure admits a pod with requests",
+                Some("100m"),
+                Signal::MemoryAvailable,
+                Ok(()),
+            ),
+            (
+                "disk pressure refuses every pod",
+                Some("100m"),
+                Signal::NodeFsAvailable,
+                disk_pressure,
+            ),
+        ];
+        cases.extend(under_pressure.map(|(name, cpu, signal, want)| Case {
+            name,
+            pod: pod("p", cpu, None),
+            admitted: vec![],
+            pressure: vec![signal],
+            want,
+        }));
         for case in cases {
             let admitted: Vec<&Pod> = case.admitted.iter().collect();
             let pressure: BTreeSet<Signal> = case.pressure.iter().copied().collect();

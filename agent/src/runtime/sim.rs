@@ -281,99 +281,52 @@ mod tests {
 
     #[test]
     fn usage_annotations() {
-        struct Case {
-            name: &'static str,
-            annotations: Vec<(&'static str, &'static str)>,
-            elapsed: Duration,
-            want_memory_bytes: i64,
-            want_cpu_millis: i64,
-            want_problems: usize,
-        }
         const MI: i64 = 1 << 20;
-        let cases = vec![
-            Case {
-                name: "none",
-                annotations: vec![],
-                elapsed: Duration::ZERO,
-                want_memory_bytes: 0,
-                want_cpu_millis: 0,
-                want_problems: 0,
-            },
-            Case {
-                name: "constants",
-                annotations: vec![
-                    (names::ANNOTATION_SIM_MEMORY_USAGE, "300Mi"),
-                    (names::ANNOTATION_SIM_CPU_USAGE, "250m"),
-                ],
-                elapsed: Duration::from_secs(100),
-                want_memory_bytes: 300 * MI,
-                want_cpu_millis: 250,
-                want_problems: 0,
-            },
-            Case {
-                name: "ramp halfway",
-                annotations: vec![(names::ANNOTATION_SIM_MEMORY_USAGE_RAMP, "100Mi->900Mi/60s")],
-                elapsed: Duration::from_secs(30),
-                want_memory_bytes: 500 * MI,
-                want_cpu_millis: 0,
-                want_problems: 0,
-            },
-            Case {
-                name: "ramp over, and it overrides the constant",
-                annotations: vec![
-                    (
-                        names::ANNOTATION_SIM_MEMORY_USAGE_RAMP,
-                        "100Mi -> 900Mi / 1m",
-                    ),
-                    (names::ANNOTATION_SIM_MEMORY_USAGE, "1Mi"),
-                ],
-                elapsed: Duration::from_secs(600),
-                want_memory_bytes: 900 * MI,
-                want_cpu_millis: 0,
-                want_problems: 0,
-            },
-            Case {
-                name: "ramp down",
-                annotations: vec![(names::ANNOTATION_SIM_MEMORY_USAGE_RAMP, "1Gi->0/10s")],
-                elapsed: Duration::from_secs(5),
-                want_memory_bytes: 512 * MI,
-                want_cpu_millis: 0,
-                want_problems: 0,
-            },
-            Case {
-                name: "bad values are reported and ignored",
-                annotations: vec![
-                    (names::ANNOTATION_SIM_MEMORY_USAGE, "lots"),
-                    (names::ANNOTATION_SIM_CPU_USAGE, "-1"),
-                    (names::ANNOTATION_SIM_MEMORY_USAGE_RAMP, "100Mi/60s"),
-                ],
-                elapsed: Duration::ZERO,
-                want_memory_bytes: 0,
-                want_cpu_millis: 0,
-                want_problems: 3,
-            },
+        const MEMORY: &str = names::ANNOTATION_SIM_MEMORY_USAGE;
+        const CPU: &str = names::ANNOTATION_SIM_CPU_USAGE;
+        const RAMP: &str = names::ANNOTATION_SIM_MEMORY_USAGE_RAMP;
+        // (name, annotations, (elapsed seconds, want memory MiB, want CPU millis, want problems))
+        type Case = (
+            &'static str,
+            &'static [(&'static str, &'static str)],
+            (u64, i64, i64, usize),
+        );
+        let cases: [Case; 6] = [
+            ("none", &[], (0, 0, 0, 0)),
+            (
+                "constants",
+                &[(MEMORY, "300Mi"), (CPU, "250m")],
+                (100, 300, 250, 0),
+            ),
+            (
+                "ramp halfway",
+                &[(RAMP, "100Mi->900Mi/60s")],
+                (30, 500, 0, 0),
+            ),
+            (
+                "ramp over, and it overrides the constant",
+                &[(RAMP, "100Mi -> 900Mi / 1m"), (MEMORY, "1Mi")],
+                (600, 900, 0, 0),
+            ),
+            ("ramp down", &[(RAMP, "1Gi->0/10s")], (5, 512, 0, 0)),
+            (
+                "bad values are reported and ignored",
+                &[(MEMORY, "lots"), (CPU, "-1"), (RAMP, "100Mi/60s")],
+                (0, 0, 0, 3),
+            ),
         ];
-        for case in cases {
-            let annotations = case
-                .annotations
+        for (name, annotations, want) in cases {
+            let (elapsed, want_memory_mib, want_cpu_millis, want_problems) = want;
+            let elapsed = Duration::from_secs(elapsed);
+            let annotations = annotations
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
             let (usage, problems) = SimUsage::from_annotations(&annotations);
-            assert_eq!(
-                problems.len(),
-                case.want_problems,
-                "{}: {problems:?}",
-                case.name
-            );
-            let at = |s: &Option<UsageShape>| s.as_ref().map_or(0, |s| s.millis_at(case.elapsed));
-            assert_eq!(
-                at(&usage.memory) / 1000,
-                case.want_memory_bytes,
-                "{}",
-                case.name
-            );
-            assert_eq!(at(&usage.cpu), case.want_cpu_millis, "{}", case.name);
+            assert_eq!(problems.len(), want_problems, "{name}: {problems:?}");
+            let at = |s: &Option<UsageShape>| s.as_ref().map_or(0, |s| s.millis_at(elapsed));
+            assert_eq!(at(&usage.memory) / 1000, want_memory_mib * MI, "{name}");
+            assert_eq!(at(&usage.cpu), want_cpu_millis, "{name}");
         }
     }
 
