@@ -114,30 +114,27 @@ pub fn admit(
             .to_string(),
         });
     }
-    let used_pods = admitted.len() as i64;
-    if used_pods + 1 > allocatable.pods {
-        return Err(out_of("pods", 1, used_pods, allocatable.pods));
-    }
     let want = pod_requests(pod);
     let mut used = Requests::default();
     for other in admitted {
         used.add(pod_requests(other));
     }
-    if want.cpu_millis > 0 && used.cpu_millis + want.cpu_millis > allocatable.cpu_millis {
-        return Err(out_of(
-            "cpu",
-            want.cpu_millis,
-            used.cpu_millis,
-            allocatable.cpu_millis,
-        ));
-    }
-    if want.memory_bytes > 0 && used.memory_bytes + want.memory_bytes > allocatable.memory_bytes {
-        return Err(out_of(
-            "memory",
-            want.memory_bytes,
-            used.memory_bytes,
-            allocatable.memory_bytes,
-        ));
+    // Kubelet's order: pods first, then cpu and memory; a resource the pod does not request
+    // never refuses it.
+    let Allocatable {
+        cpu_millis,
+        memory_bytes,
+        pods,
+    } = allocatable;
+    let needs = [
+        ("pods", 1, admitted.len() as i64, pods),
+        ("cpu", want.cpu_millis, used.cpu_millis, cpu_millis),
+        ("memory", want.memory_bytes, used.memory_bytes, memory_bytes),
+    ];
+    for (resource, requested, used, capacity) in needs {
+        if requested > 0 && used + requested > capacity {
+            return Err(out_of(resource, requested, used, capacity));
+        }
     }
     Ok(())
 }
