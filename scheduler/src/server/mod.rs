@@ -12,6 +12,7 @@
 //!   behind; the reflector of the latest objects; the work queue with back-off.
 //! - [`events`]: the event recorder.
 //! - [`error`]: the server's error type and its mapping to gRPC statuses.
+//! - [`http`]: serving an HTTP router (metrics, web view) on its own address until shutdown.
 //! - [`security`]: bearer tokens and roles, NodeRestriction, TLS.
 //! - [`node_lifecycle`]: heartbeat monitoring, and taints that follow node conditions.
 //! - [`taint_eviction`]: evicting pods from nodes with NoExecute taints they do not tolerate.
@@ -26,6 +27,7 @@ pub mod api;
 pub mod error;
 pub mod events;
 pub mod eviction;
+pub mod http;
 pub mod informer;
 pub mod node_lifecycle;
 pub mod quota;
