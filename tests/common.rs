@@ -243,6 +243,27 @@ impl TestCluster {
         command.output().expect("running berth")
     }
 
+    /// Starts the CLI against this cluster in the background, its output piped.
+    pub fn berth_spawn(&self, args: &[&str]) -> Child {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
+        command
+            .args(args)
+            .env("BERTH_SERVER", self.server())
+            .env("BERTH_CONFIG", self.dir.path().join("no-config"))
+            .env_remove("BERTH_TOKEN")
+            .env_remove("BERTH_CA")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(token) = &self.security.cli_token {
+            command.env("BERTH_TOKEN", token);
+        }
+        if let Some(ca) = &self.security.ca {
+            command.env("BERTH_CA", ca);
+        }
+        command.spawn().expect("starting berth")
+    }
+
     /// How many nodes `berth get nodes` shows Ready.
     pub fn ready_nodes(&self) -> usize {
         let out = self.berth_ok(&["get", "nodes"]);
@@ -524,5 +545,51 @@ impl TestCluster {
             scheduler_args: flags.iter().map(|f| f.to_string()).collect(),
             ..Default::default()
         })
+    }
+}
+
+/// The lines a background process prints on stdout, read on a thread as they come.
+pub struct Lines {
+    receiver: std::sync::mpsc::Receiver<String>,
+    /// Every line received so far.
+    pub seen: Vec<String>,
+}
+
+impl Lines {
+    /// Reads the child's stdout (which must be piped).
+    pub fn of(child: &mut Child) -> Self {
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if sender.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Lines {
+            receiver,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for the next line that satisfies `cond` (skipping others), failing the test
+    /// after [`TIMEOUT`] or when the output ends; returns it.
+    pub fn wait_for(&mut self, what: &str, mut cond: impl FnMut(&str) -> bool) -> String {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.receiver.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if cond(&line) {
+                        return line;
+                    }
+                }
+                Err(e) => panic!("no line {what} ({e}); lines so far: {:#?}", self.seen),
+            }
+        }
     }
 }

@@ -9,7 +9,6 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 
 use berth_proto::model::{Pod, PodPhase};
 use common::{list_pods, runtime, wait_until, TestCluster};
@@ -263,21 +262,6 @@ spec:
   selector: {matchLabels: {app: web}}
 "#;
 
-/// `berth` with the cluster's address, started in the background.
-fn spawn_berth(cluster: &TestCluster, args: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args(args)
-        .env("BERTH_SERVER", cluster.server())
-        .env("BERTH_CONFIG", cluster.dir.path().join("no-config"))
-        .env_remove("BERTH_TOKEN")
-        .env_remove("BERTH_CA")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting berth")
-}
-
 #[test]
 fn eviction_and_drain_honour_a_disruption_budget() {
     let mut cluster = cluster_with_nodes(&["n1", "n2"]);
@@ -333,10 +317,8 @@ fn eviction_and_drain_honour_a_disruption_budget() {
     assert!(pods.named(&name).is_some(), "the pod stays");
 
     // With a third node the pending replica starts, the budget has room, and drain ends.
-    let mut drain = spawn_berth(
-        &cluster,
-        &["drain", "n1", "--timeout", "60s", "--grace-period", "1"],
-    );
+    let mut drain =
+        cluster.berth_spawn(&["drain", "n1", "--timeout", "60s", "--grace-period", "1"]);
     // Wait until the drain has been refused once, then add the node.
     let mut refusals = BufReader::new(drain.stderr.take().expect("piped stderr"));
     let mut line = String::new();

@@ -350,6 +350,49 @@ impl Client {
             .collect()
     }
 
+    /// [`Client::list`], with the resource version the list was read at: a
+    /// [`Client::watch`] from it sees every later change.
+    pub async fn list_at(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        label_selector: &str,
+    ) -> Result<(Vec<Object>, String), ClientError> {
+        let request = pb::ListRequest {
+            kind: kind_to_pb(kind) as i32,
+            namespace: scoped_namespace(kind, namespace),
+            label_selector: label_selector.to_string(),
+            node_name: String::new(),
+        };
+        let reply = Client::reply(&self.server, self.inner.list(request).await)?;
+        let objects = reply
+            .objects
+            .iter()
+            .map(|o| object_from_pb(o).map_err(ClientError::from))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((objects, reply.resource_version))
+    }
+
+    /// Watches the objects of a kind in `namespace` (empty: all): the changes after
+    /// `resource_version`, or, when it is empty, the current objects as `Added` first.
+    pub async fn watch(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        resource_version: &str,
+    ) -> Result<Watch, ClientError> {
+        let request = pb::WatchRequest {
+            kind: kind_to_pb(kind) as i32,
+            namespace: scoped_namespace(kind, namespace),
+            resource_version: resource_version.to_string(),
+        };
+        let stream = Client::reply(&self.server, self.inner.watch(request).await)?;
+        Ok(Watch {
+            stream,
+            server: self.server.clone(),
+        })
+    }
+
     /// Deletes an object, returning it as it was (or as marked for deletion). A non-empty
     /// `resource_version` makes the delete conditional on it.
     pub async fn delete(
@@ -370,6 +413,59 @@ impl Client {
             .map(|o| object_from_pb(&o))
             .transpose()
             .map_err(ClientError::from)
+    }
+}
+
+/// What happened to an object in a [`Watch`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchEventType {
+    /// It was created (or was there when the watch began).
+    Added,
+    /// It changed.
+    Modified,
+    /// It was deleted; the object is its last state.
+    Deleted,
+}
+
+impl WatchEventType {
+    /// The name kubectl prints in `--output-watch-events` (`ADDED`, `MODIFIED`, `DELETED`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WatchEventType::Added => "ADDED",
+            WatchEventType::Modified => "MODIFIED",
+            WatchEventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// An open watch of one kind.
+pub struct Watch {
+    stream: tonic::Streaming<pb::WatchEvent>,
+    server: String,
+}
+
+impl Watch {
+    /// The next change; `None` when the server ended the watch.
+    pub async fn next(&mut self) -> Option<Result<(WatchEventType, Object), ClientError>> {
+        loop {
+            let event = match self.stream.message().await {
+                Ok(Some(event)) => event,
+                Ok(None) => return None,
+                Err(status) => return Some(Err(Client::status_error(&self.server, status))),
+            };
+            let kind = match pb::watch_event::Type::try_from(event.r#type) {
+                Ok(pb::watch_event::Type::Added) => WatchEventType::Added,
+                Ok(pb::watch_event::Type::Modified) => WatchEventType::Modified,
+                Ok(pb::watch_event::Type::Deleted) => WatchEventType::Deleted,
+                _ => continue,
+            };
+            let Some(object) = event.object else { continue };
+            return Some(
+                object_from_pb(&object)
+                    .map(|o| (kind, o))
+                    .map_err(ClientError::from),
+            );
+        }
     }
 }
 

@@ -94,6 +94,15 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// Puts a column before the others, with one cell per row in order.
+    pub fn prepend_column(&mut self, title: &str, cells: impl IntoIterator<Item = String>) {
+        self.header.insert(0, title.to_string());
+        let mut cells = cells.into_iter();
+        for row in &mut self.rows {
+            row.insert(0, cells.next().unwrap_or_default());
+        }
+    }
+
     /// Whether the table has no rows.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
@@ -377,17 +386,20 @@ pub fn render_objects(objects: &[Object], single: bool, format: Format) -> Strin
         })
     };
     match format {
-        Format::Json => {
-            let mut buf = Vec::new();
-            let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-            let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
-            serde::Serialize::serialize(&value, &mut ser).expect("JSON values serialize");
-            let mut s = String::from_utf8(buf).expect("serde_json writes UTF-8");
-            s.push('\n');
-            s
-        }
+        Format::Json => pretty_json(&value),
         Format::Yaml => serde_yaml_ng::to_string(&value).expect("JSON values serialize to YAML"),
     }
+}
+
+/// A JSON value as kubectl prints it: four-space indent, a newline at the end.
+pub fn pretty_json(value: &serde_json::Value) -> String {
+    let mut buf = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
+    serde::Serialize::serialize(value, &mut ser).expect("JSON values serialize");
+    let mut s = String::from_utf8(buf).expect("serde_json writes UTF-8");
+    s.push('\n');
+    s
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use clap::{Args, ValueEnum};
 
 use super::fields::FieldSelector;
 use super::{object_ref, parse_targets, sort_objects, Context, Targets};
+use crate::client::WatchEventType;
 use crate::output::{
     age, format_taint, node_internal_ip, node_roles, node_status, pod_ready, pod_restarts,
     pod_status, render_objects, Format, Table,
@@ -57,6 +58,15 @@ pub struct GetArgs {
     /// Leave out the header line.
     #[arg(long)]
     pub no_headers: bool,
+    /// After printing the objects, print each change to them until Ctrl-C.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// Print only the changes, not the objects as they are now.
+    #[arg(long)]
+    pub watch_only: bool,
+    /// With --watch, say what happened (ADDED, MODIFIED, DELETED) before each object.
+    #[arg(long)]
+    pub output_watch_events: bool,
 }
 
 /// `-o` formats of `berth get`.
@@ -107,6 +117,15 @@ pub async fn run(args: GetArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     } else {
         ctx.namespace().to_string()
     };
+    if args.watch || args.watch_only {
+        let target = super::watch::WatchTarget::from_targets(
+            &targets,
+            namespace,
+            label_selector,
+            field_selector,
+        )?;
+        return super::watch::run(&args, target, ctx).await;
+    }
     let mut client = ctx.connect().await?;
 
     // Objects grouped by kind, in the order the kinds were asked for.
@@ -201,6 +220,90 @@ pub async fn run(args: GetArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
         ctx.note(&message)?;
     }
     ctx.finish(&failures)
+}
+
+/// Prints objects of one kind a batch at a time, in a `get` output format, as kubectl's
+/// printers do over a watch: a table's header comes once, with the first row; YAML documents
+/// after the first are separated by `---`.
+pub struct Printer {
+    output: Option<OutputFormat>,
+    options: TableOptions,
+    headers: bool,
+    events_column: bool,
+    printed_header: bool,
+    documents: usize,
+}
+
+impl Printer {
+    /// The printer `get --watch` uses for `kind` with these flags.
+    pub fn for_watch(args: &GetArgs, kind: Kind) -> Self {
+        Printer {
+            output: args.output,
+            options: TableOptions {
+                wide: args.output == Some(OutputFormat::Wide),
+                namespace_column: args.all_namespaces && kind.is_namespaced(),
+                kind_prefix: false,
+                show_labels: args.show_labels,
+            },
+            headers: !args.no_headers,
+            events_column: args.output_watch_events,
+            printed_header: false,
+            documents: 0,
+        }
+    }
+
+    /// The text for these changes (objects with what happened to them).
+    pub fn print(
+        &mut self,
+        kind: Kind,
+        items: &[(WatchEventType, Object)],
+        now: SystemTime,
+    ) -> anyhow::Result<String> {
+        if items.is_empty() {
+            return Ok(String::new());
+        }
+        let mut text = String::new();
+        match self.output {
+            Some(OutputFormat::Wide) | None => {
+                let objects: Vec<Object> = items.iter().map(|(_, o)| o.clone()).collect();
+                let mut table = table(kind, &objects, self.options, now);
+                if self.events_column {
+                    let events = items.iter().map(|(e, _)| e.as_str().to_string());
+                    table.prepend_column("EVENT", events);
+                }
+                text = table.render(self.headers && !self.printed_header);
+                self.printed_header = true;
+            }
+            Some(OutputFormat::Name) => {
+                for (_, object) in items {
+                    text.push_str(&object_ref(kind, &object.meta().name));
+                    text.push('\n');
+                }
+            }
+            Some(format @ (OutputFormat::Yaml | OutputFormat::Json)) => {
+                for (event, object) in items {
+                    let value = if self.events_column {
+                        serde_json::json!({
+                            "type": event.as_str(),
+                            "object": crate::output::object_value(object),
+                        })
+                    } else {
+                        crate::output::object_value(object)
+                    };
+                    if format == OutputFormat::Yaml {
+                        if self.documents > 0 {
+                            text.push_str("---\n");
+                        }
+                        text.push_str(&serde_yaml_ng::to_string(&value)?);
+                    } else {
+                        text.push_str(&crate::output::pretty_json(&value));
+                    }
+                    self.documents += 1;
+                }
+            }
+        }
+        Ok(text)
+    }
 }
 
 fn names_count(targets: &Targets) -> usize {

@@ -14,6 +14,7 @@ pub mod logs;
 pub mod scale;
 pub mod taint;
 pub mod top;
+pub mod watch;
 
 #[cfg(test)]
 mod tests;
