@@ -226,6 +226,13 @@ impl TestCluster {
 
     /// Runs the CLI against this cluster with `token` (none: no token at all).
     pub fn berth_as(&self, token: Option<&str>, args: &[&str]) -> Output {
+        self.berth_command(token, args)
+            .output()
+            .expect("running berth")
+    }
+
+    /// The CLI with `args`, this cluster's address and CA, and `token`; stdin closed.
+    fn berth_command(&self, token: Option<&str>, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
         command
             .args(args)
@@ -240,28 +247,16 @@ impl TestCluster {
         if let Some(ca) = &self.security.ca {
             command.env("BERTH_CA", ca);
         }
-        command.output().expect("running berth")
+        command
     }
 
     /// Starts the CLI against this cluster in the background, its output piped.
     pub fn berth_spawn(&self, args: &[&str]) -> Child {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
-        command
-            .args(args)
-            .env("BERTH_SERVER", self.server())
-            .env("BERTH_CONFIG", self.dir.path().join("no-config"))
-            .env_remove("BERTH_TOKEN")
-            .env_remove("BERTH_CA")
-            .stdin(Stdio::null())
+        self.berth_command(self.security.cli_token.as_deref(), args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(token) = &self.security.cli_token {
-            command.env("BERTH_TOKEN", token);
-        }
-        if let Some(ca) = &self.security.ca {
-            command.env("BERTH_CA", ca);
-        }
-        command.spawn().expect("starting berth")
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting berth")
     }
 
     /// How many nodes `berth get nodes` shows Ready.

@@ -337,17 +337,10 @@ impl Client {
         label_selector: &str,
         node_name: &str,
     ) -> Result<Vec<Object>, ClientError> {
-        let request = pb::ListRequest {
-            kind: kind_to_pb(kind) as i32,
-            namespace: scoped_namespace(kind, namespace),
-            label_selector: label_selector.to_string(),
-            node_name: node_name.to_string(),
-        };
-        Client::reply(&self.server, self.inner.list(request).await)?
-            .objects
-            .iter()
-            .map(|o| object_from_pb(o).map_err(ClientError::from))
-            .collect()
+        Ok(self
+            .list_reply(kind, namespace, label_selector, node_name)
+            .await?
+            .0)
     }
 
     /// [`Client::list`], with the resource version the list was read at: a
@@ -358,11 +351,21 @@ impl Client {
         namespace: &str,
         label_selector: &str,
     ) -> Result<(Vec<Object>, String), ClientError> {
+        self.list_reply(kind, namespace, label_selector, "").await
+    }
+
+    async fn list_reply(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        label_selector: &str,
+        node_name: &str,
+    ) -> Result<(Vec<Object>, String), ClientError> {
         let request = pb::ListRequest {
             kind: kind_to_pb(kind) as i32,
             namespace: scoped_namespace(kind, namespace),
             label_selector: label_selector.to_string(),
-            node_name: String::new(),
+            node_name: node_name.to_string(),
         };
         let reply = Client::reply(&self.server, self.inner.list(request).await)?;
         let objects = reply

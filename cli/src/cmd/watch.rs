@@ -173,7 +173,7 @@ pub fn visible_change(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_proto::model::{ObjectMeta, Pod};
+    use berth_model::testing::PodBuilder;
 
     fn get_args(argv: &[&str]) -> GetArgs {
         let cli = <crate::Cli as clap::Parser>::try_parse_from(argv).expect("valid flags");
@@ -186,17 +186,7 @@ mod tests {
     #[test]
     fn watch_printers_print_the_header_once_and_separate_documents() {
         let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
-        let pod = |name: &str| {
-            Object::Pod(Pod {
-                metadata: ObjectMeta {
-                    name: name.into(),
-                    namespace: "default".into(),
-                    creation_timestamp: Some(berth_proto::model::Time(now)),
-                    ..Default::default()
-                },
-                ..Default::default()
-            })
-        };
+        let pod = |name: &str| Object::Pod(PodBuilder::new(name).created(1_000).build());
         use WatchEventType::{Added, Deleted};
         // (flags, batches printed one after the other, the text of each)
         let cases: &[(&[&str], &[&[WatchEventType]], &[&str])] = &[
@@ -256,14 +246,7 @@ mod tests {
     #[test]
     fn client_side_selection_reports_what_a_server_selector_would() {
         use WatchEventType::{Added, Deleted, Modified};
-        let pod = Object::Pod(Pod {
-            metadata: ObjectMeta {
-                name: "web".into(),
-                namespace: "default".into(),
-                ..Default::default()
-            },
-            ..Default::default()
-        });
+        let pod = Object::Pod(PodBuilder::new("web").build());
         // (event, selected now, shown before) -> (printed as, shown after)
         let cases = [
             (Added, true, false, Some(Added), true),
