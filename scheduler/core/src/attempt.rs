@@ -17,12 +17,13 @@
 //! decided, see the README's differences.)
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use berth_model::model::Pod;
 
 use crate::cycle::{Algorithm, Explanation, ScheduleOptions, ScheduleResult};
 use crate::framework::{PodInfo, Snapshot};
+use crate::metrics::{self, result};
 use crate::nominator::Nominator;
 use crate::profile::Profiles;
 use crate::queue::{ClusterEvent, QueuedPod, SchedulingQueue};
@@ -173,15 +174,18 @@ impl Scheduler {
     }
 
     /// One attempt: pops the next pod at `cluster.now()` (after retrying pods unschedulable
-    /// for too long) and schedules it. None when no pod is ready.
+    /// for too long) and schedules it. None when no pod is ready. Either way the queue's
+    /// sizes go to `scheduler_pending_pods`.
     pub fn schedule_one(&mut self, cluster: &mut impl Cluster) -> Option<Attempt> {
         let now = cluster.now();
         self.queue.flush_unschedulable_leftover(now);
-        let queued = self.queue.pop(now)?;
-        let Some(queued) = cluster.begin(queued) else {
-            return Some(Attempt::Skipped);
-        };
-        Some(self.attempt(queued, cluster))
+        let popped = self.queue.pop(now);
+        let attempt = popped.map(|queued| match cluster.begin(queued) {
+            Some(queued) => self.attempt(queued, cluster),
+            None => Attempt::Skipped,
+        });
+        metrics::pending_pods(&self.queue);
+        attempt
     }
 
     /// The attempt of a popped pod: cycle, then assume and bind, or the failure's handling.
@@ -205,6 +209,10 @@ impl Scheduler {
             cluster.mark_unschedulable(&info, failure);
             return Attempt::NoProfile;
         };
+        // Wall time, also under the simulator's virtual clock: the metric is the cost.
+        let started = Instant::now();
+        let profile_name = profile.scheduler_name.clone();
+        let preempts = profile.post_filter.is_some() && !self.snapshot.is_empty();
         let options = ScheduleOptions {
             explain: self.explain,
         };
@@ -224,6 +232,11 @@ impl Scheduler {
                 cluster.bind(&info, &node, explanation);
                 self.queue
                     .move_all_to_active_or_backoff(ClusterEvent::PodAdded, cluster.now());
+                metrics::attempt(result::SCHEDULED, &profile_name, started.elapsed());
+                let since_first = queued.initial_attempt.map_or(Duration::ZERO, |first| {
+                    cluster.now().saturating_duration_since(first)
+                });
+                metrics::pod_scheduled(queued.attempts, since_first);
                 Attempt::Bound { node }
             }
             ScheduleResult::Unschedulable {
@@ -233,6 +246,9 @@ impl Scheduler {
                 explanation,
                 ..
             } => {
+                if preempts {
+                    metrics::preemption(nomination.as_ref().map(|n| n.victims.len()));
+                }
                 let (attempt, change) = match nomination {
                     Some(nomination) => {
                         let victims: Vec<Arc<PodInfo>> = nomination
@@ -282,6 +298,7 @@ impl Scheduler {
                     diagnosis.unschedulable_plugins,
                     cluster.now(),
                 );
+                metrics::attempt(result::UNSCHEDULABLE, &profile_name, started.elapsed());
                 attempt
             }
             ScheduleResult::Error(e) => {
@@ -295,6 +312,7 @@ impl Scheduler {
                 };
                 cluster.mark_unschedulable(&info, failure);
                 self.queue.requeue_after_error(queued, cluster.now());
+                metrics::attempt(result::ERROR, &profile_name, started.elapsed());
                 Attempt::Error
             }
         }

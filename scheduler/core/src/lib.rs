@@ -14,6 +14,7 @@
 //! - [`cycle`]: one scheduling cycle as a pipeline of named stages.
 //! - [`disruption`]: PodDisruptionBudget arithmetic, shared by the controller and `sim`.
 //! - [`queue`]: the scheduling queue (priority, back-off, unschedulable pods, gates).
+//! - [`metrics`]: kube-scheduler's metrics, through the `metrics` facade (no backend).
 //! - [`nominator`]: pods nominated to nodes by preemption, whose room the cycle holds.
 //! - [`perf`]: kube's scheduler_perf workloads, the latency histogram and the report.
 //! - [`sim`]: `berth sim`'s engine: the scheduler run offline over manifests, explained.
@@ -25,6 +26,7 @@ pub mod attempt;
 pub mod cycle;
 pub mod disruption;
 pub mod framework;
+pub mod metrics;
 pub mod nominator;
 pub mod perf;
 pub mod plugins;

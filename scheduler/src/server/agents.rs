@@ -67,6 +67,7 @@ impl Sessions {
             // A newer session for the same node replaces an older one (the agent reconnected).
             map.insert(node.to_string(), (id, tx));
         }
+        super::metrics::agent_sessions(map.len());
         (id, rx)
     }
 
@@ -78,6 +79,7 @@ impl Sessions {
             .store(true, std::sync::atomic::Ordering::Release);
         let count = map.len();
         map.clear();
+        super::metrics::agent_sessions(0);
         info!(sessions = count, "closed every agent session");
     }
 
@@ -85,6 +87,7 @@ impl Sessions {
         let mut map = self.by_node.lock().expect("sessions lock poisoned");
         if map.get(node).is_some_and(|(i, _)| *i == id) {
             map.remove(node);
+            super::metrics::agent_sessions(map.len());
         }
     }
 

@@ -8,6 +8,7 @@
 //! - [`agents`]: the `Agent` service and the dispatcher that routes pods to node sessions.
 //! - [`scheduling`]: the scheduling loop (snapshot, queue, cycle, assume, bind).
 //! - [`writer`]: group-committed writes for binds, statuses and events.
+//! - [`metrics`]: the Prometheus endpoint, and Berth's API, store and agent metrics.
 //! - [`informer`]: the watch-loop runtime: list, follow the changes, re-list after falling
 //!   behind; the reflector of the latest objects; the work queue with back-off.
 //! - [`events`]: the event recorder.
@@ -29,6 +30,7 @@ pub mod events;
 pub mod eviction;
 pub mod http;
 pub mod informer;
+pub mod metrics;
 pub mod node_lifecycle;
 pub mod quota;
 pub mod scheduling;
@@ -94,6 +96,10 @@ pub struct Args {
     /// to every pod that has none.
     #[arg(long, default_value_t = crate::admission::DEFAULT_TOLERATION_SECONDS)]
     pub default_unreachable_toleration_seconds: i64,
+    /// Address to serve Prometheus metrics on (`GET /metrics`, plain HTTP; with
+    /// --token-file a scrape needs a viewer or admin token); off when left out.
+    #[arg(long, env = "BERTH_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// A rate: a finite number, zero or more.
@@ -146,6 +152,9 @@ pub enum ServeError {
     /// The gRPC server failed.
     #[error("gRPC server: {0}")]
     Transport(#[source] tonic::transport::Error),
+    /// The metrics recorder could not be installed.
+    #[error("{0}")]
+    Metrics(#[from] metrics::MetricsError),
 }
 
 /// A scheduler serving on a loopback port inside this process, for tests and benchmarks.
@@ -197,7 +206,7 @@ pub async fn run(
         args.tls_cert.as_deref(),
         args.tls_key.as_deref(),
     )?;
-    let mut server = security.server_builder()?;
+    let server = security.server_builder()?;
     let profiles = match &args.config {
         Some(path) => Profiles::from_file(path).map_err(|source| ServeError::Config {
             path: path.clone(),
@@ -302,6 +311,14 @@ pub async fn run(
         .build_v1alpha()
         .map_err(ServeError::Reflection)?;
 
+    let metrics_server = match args.metrics_listen {
+        Some(addr) => {
+            let router = metrics::router(metrics::install()?, store.clone(), security.auth.clone());
+            Some(http::serve("metrics", addr, router, shutdown.clone()).await?)
+        }
+        None => None,
+    };
+
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|source| ServeError::Bind {
@@ -318,6 +335,7 @@ pub async fn run(
     }
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let result = server
+        .layer(metrics::ApiMetricsLayer)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -353,6 +371,11 @@ pub async fn run(
 
     // Shut down in order: no new scheduling, then the pending writes, then the store.
     shutdown.cancel();
+    if let Some(metrics_server) = metrics_server {
+        if let Err(e) = metrics_server.task.await {
+            error!(error = %e, "the metrics server failed");
+        }
+    }
     // The loops hold event recorders and the writer: they must end before the writer can.
     for (name, thread) in [
         ("scheduling loop", loop_thread),

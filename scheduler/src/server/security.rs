@@ -361,7 +361,7 @@ fn bearer_token(header: &str) -> Option<&str> {
 }
 
 /// `/berth.v1.Berth/Apply` → (`berth.v1.Berth`, `Apply`).
-fn split_path(path: &str) -> (&str, &str) {
+pub(crate) fn split_path(path: &str) -> (&str, &str) {
     let path = path.strip_prefix('/').unwrap_or(path);
     path.split_once('/').unwrap_or((path, ""))
 }

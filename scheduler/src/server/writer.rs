@@ -67,8 +67,10 @@ async fn run(
             .filter_map(|w| w.on_failure.as_ref().map(|n| n.pod_uid.clone()))
             .collect();
         let store = store.clone();
-        let failed = match tokio::task::spawn_blocking(move || commit(store.as_ref(), writes)).await
-        {
+        let started = std::time::Instant::now();
+        let committed = tokio::task::spawn_blocking(move || commit(store.as_ref(), writes)).await;
+        super::metrics::store_commit(count, started.elapsed());
+        let failed = match committed {
             Ok(failed) => failed,
             Err(e) => {
                 error!(writes = count, error = %e, "a batch of writes failed to run; its writes are lost");
