@@ -587,6 +587,7 @@ impl Lines {
             }
         }
     }
+}
 
 /// A plain HTTP/1.1 GET of `path` on `addr` (`127.0.0.1:PORT`), with `authorization: Bearer
 /// TOKEN` when a token is given: the status code and the body. For the scheduler's HTTP
