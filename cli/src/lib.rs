@@ -23,6 +23,7 @@ pub mod cmd;
 pub mod config;
 pub mod daemon;
 pub mod dev;
+pub mod lab;
 pub mod manifest;
 pub mod output;
 pub mod sim;

@@ -14,8 +14,8 @@
 #![warn(missing_docs)]
 
 pub use berth_core::{
-    admission, attempt, cycle, disruption, framework, nominator, plugins, profile, queue, sim,
-    workloads,
+    admission, attempt, cycle, disruption, framework, gpushare, lab, nominator, plugins, profile,
+    queue, sim, workloads,
 };
 
 pub mod controllers;

@@ -16,6 +16,8 @@
 //! - [`queue`]: the scheduling queue (priority, back-off, unschedulable pods, gates).
 //! - [`metrics`]: kube-scheduler's metrics, through the `metrics` facade (no backend).
 //! - [`nominator`]: pods nominated to nodes by preemption, whose room the cycle holds.
+//! - [`gpushare`]: the FGD paper's GPU-sharing arithmetic: fragmentation and six policies.
+//! - [`lab`]: `berth lab`'s engine: traces, arrivals, experiments over time.
 //! - [`perf`]: kube's scheduler_perf workloads, the latency histogram and the report.
 //! - [`sim`]: `berth sim`'s engine: the scheduler run offline over manifests, explained.
 //! - [`workloads`]: what Deployments, ReplicaSets and DaemonSets create, as pure functions.
@@ -27,6 +29,8 @@ pub mod cycle;
 pub mod disruption;
 pub mod framework;
 pub mod metrics;
+pub mod gpushare;
+pub mod lab;
 pub mod nominator;
 pub mod perf;
 pub mod plugins;

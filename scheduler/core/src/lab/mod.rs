@@ -1,0 +1,9 @@
+//! `berth lab`'s engine: traces loaded into typed records and the arrival orders a run
+//! replays (lab.md).
+
+pub mod experiment;
+pub mod openb;
+pub mod summary;
+
+#[cfg(test)]
+mod reference;
