@@ -20,7 +20,7 @@ use tracing::field::Empty;
 use crate::framework::{
     run_filters_with_nominated_pods, Code, CycleState, Diagnosis, NodeInfo, NominatedPods,
     Nomination, PluginError, PodInfo, PostFilterInput, PostFilterOutcome, PreFilterOutcome,
-    PreScoreInput, Rejection, Snapshot, MAX_NODE_SCORE,
+    PreScoreInput, Rejection, Snapshot, TieBreak, MAX_NODE_SCORE,
 };
 use crate::nominator::Nominator;
 use crate::profile::Profile;
@@ -59,6 +59,8 @@ pub const NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
 /// starts. One per scheduling loop (or simulation run).
 pub struct Algorithm {
     rng: SmallRng,
+    /// The seed, for [`TieBreak::Ranked`]'s fixed ranking.
+    seed: u64,
     /// Index (into the snapshot's candidate nodes) where the next filter pass starts, so that
     /// every node gets its turn when only part of the cluster is searched.
     next_start_node_index: usize,
@@ -157,6 +159,7 @@ impl Algorithm {
     pub fn new(seed: u64) -> Self {
         Algorithm {
             rng: SmallRng::seed_from_u64(seed),
+            seed,
             next_start_node_index: 0,
         }
     }
@@ -284,7 +287,13 @@ impl Algorithm {
         };
         let chosen = match nominated {
             Some(idx) => idx,
-            None => filtered.feasible[self.select_host(&totals)],
+            None => match profile.tie_break {
+                TieBreak::Random => filtered.feasible[self.select_host(&totals)],
+                TieBreak::Ranked => {
+                    let name = |i: usize| snapshot.nodes()[filtered.feasible[i]].name();
+                    filtered.feasible[select_ranked(self.seed, &totals, name)]
+                }
+            },
         };
         let explanation = options.explain.then(|| {
             explain_scheduled(
@@ -369,6 +378,29 @@ impl Algorithm {
         }
         best
     }
+}
+
+/// [`TieBreak::Ranked`]: the highest total wins; among equal totals the node whose seeded
+/// rank is smallest (then the smaller name).
+fn select_ranked<'a>(seed: u64, totals: &[i64], name: impl Fn(usize) -> &'a str) -> usize {
+    let max = totals.iter().copied().max().unwrap_or(0);
+    (0..totals.len())
+        .filter(|&i| totals[i] == max)
+        .min_by_key(|&i| (node_rank(seed, name(i)), name(i)))
+        .unwrap_or(0)
+}
+
+/// A node's place in the seeded ranking: a hash of the seed and its name, mixed well
+/// (splitmix64's finaliser) so that nearby names do not rank together.
+pub fn node_rank(seed: u64, name: &str) -> u64 {
+    use std::hash::Hasher as _;
+    let mut h = crate::framework::hash::FastHasher::default();
+    h.write_u64(seed);
+    h.write(name.as_bytes());
+    let mut z = h.finish().wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 fn record_counts(evaluated: usize, feasible: usize) {
@@ -1439,6 +1471,38 @@ mod tests {
             seen.extend(picks(seed));
         }
         assert_eq!(seen, names(&[0, 1, 2, 3]), "every tied node and only those");
+    }
+
+    #[test]
+    fn ranked_ties_go_to_the_same_node_for_the_whole_run() {
+        let mut profile = profile_with(
+            vec![FakeFilter::passes_all("All")],
+            vec![(
+                FakeScore::new("Tie", |i| if i < 4 { 50 } else { 10 }, None),
+                1,
+            )],
+        );
+        profile.tie_break = TieBreak::Ranked;
+        let snap = snapshot(6);
+        let picks = |seed: u64| -> HashSet<String> {
+            let mut algo = Algorithm::new(seed);
+            (0..20)
+                .map(|_| {
+                    let r = algo.schedule(&profile, &snap, &pod(), &ScheduleOptions::default());
+                    scheduled(&r).0.to_string()
+                })
+                .collect()
+        };
+        assert_eq!(picks(42).len(), 1, "one node takes every tie of a run");
+        let mut seen: HashSet<String> = HashSet::new();
+        for seed in 0..200 {
+            seen.extend(picks(seed));
+        }
+        assert_eq!(
+            seen,
+            names(&[0, 1, 2, 3]),
+            "the seed decides which of the tied nodes"
+        );
     }
 
     #[test]

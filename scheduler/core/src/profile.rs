@@ -24,7 +24,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::framework::PostFilter;
-pub use crate::framework::{Profile, ProfileSummary};
+pub use crate::framework::{Profile, ProfileSummary, TieBreak};
 use crate::plugins::{self, PluginSet, RegistryError};
 use crate::queue::QueueConfig;
 
@@ -322,6 +322,13 @@ struct ConfigFile {
     _delay_cache_until_active: IgnoredAny,
 }
 
+/// `profiles[].tieBreak`, as written.
+#[derive(Clone, Copy, Deserialize)]
+enum TieBreakFile {
+    Random,
+    Ranked,
+}
+
 /// One `profiles[]` entry.
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -330,6 +337,9 @@ struct ProfileFile {
     scheduler_name: Option<String>,
     #[serde(default)]
     percentage_of_nodes_to_score: Option<i64>,
+    /// Berth's extension: `Random` (kube's, the default) or `Ranked` (see [`TieBreak`]).
+    #[serde(default)]
+    tie_break: Option<TieBreakFile>,
     #[serde(default)]
     plugins: Option<PluginsFile>,
     #[serde(default)]
@@ -642,6 +652,10 @@ fn build_profile(
     }
 
     let mut profile = Profile::empty(name.clone());
+    profile.tie_break = match spec.tie_break {
+        Some(TieBreakFile::Ranked) => TieBreak::Ranked,
+        Some(TieBreakFile::Random) | None => TieBreak::Random,
+    };
     profile.percentage_of_nodes_to_score = match spec.percentage_of_nodes_to_score {
         Some(v) => Some(percentage("percentageOfNodesToScore".to_string(), v)?),
         None => global_percentage,
@@ -950,6 +964,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn tie_break_is_a_profile_option() {
+        let head = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n";
+        let ranked = Profiles::from_yaml(&format!(
+            "{head}- schedulerName: a\n  tieBreak: Ranked\n- schedulerName: b\n"
+        ))
+        .unwrap();
+        assert_eq!(ranked.get("a").unwrap().tie_break, TieBreak::Ranked);
+        assert_eq!(ranked.get("b").unwrap().tie_break, TieBreak::Random);
+        let err = Profiles::from_yaml(&format!("{head}- tieBreak: First\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("First"), "{err}");
     }
 
     #[test]

@@ -383,6 +383,21 @@ pub struct Profile {
     pub scores: Vec<(Arc<dyn Score>, i64)>,
     /// `percentageOfNodesToScore`; None (or 0) means kube's adaptive default.
     pub percentage_of_nodes_to_score: Option<u32>,
+    /// How a tie between nodes of the same total score is broken.
+    pub tie_break: TieBreak,
+}
+
+/// How the cycle chooses among the nodes with the highest total score.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TieBreak {
+    /// kube's selectHost: each of them with equal probability, drawn afresh for every
+    /// decision from the scheduler's seeded generator.
+    #[default]
+    Random,
+    /// One ranking of all nodes drawn from the seed and kept for the whole run (a node's
+    /// rank depends only on the seed and its name): a tie goes to the best-ranked node, as
+    /// in the FGD paper's artifact (lab.md). A Berth extension (profile field `tieBreak`).
+    Ranked,
 }
 
 impl Profile {
@@ -397,6 +412,7 @@ impl Profile {
             pre_scores: Vec::new(),
             scores: Vec::new(),
             percentage_of_nodes_to_score: None,
+            tie_break: TieBreak::Random,
         }
     }
 
@@ -422,6 +438,7 @@ impl fmt::Debug for Profile {
                 "percentage_of_nodes_to_score",
                 &self.percentage_of_nodes_to_score,
             )
+            .field("tie_break", &self.tie_break)
             .finish()
     }
 }
