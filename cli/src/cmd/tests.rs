@@ -209,6 +209,13 @@ impl Berth for Fake {
     ) -> Result<Response<Self::WatchStream>, Status> {
         Err(Status::unimplemented("the CLI's verbs do not watch"))
     }
+
+    async fn bind(
+        &self,
+        _request: Request<pb::BindRequest>,
+    ) -> Result<Response<pb::BindResponse>, Status> {
+        Err(Status::unimplemented("the CLI's verbs do not bind"))
+    }
 }
 
 /// The fake service listening on loopback.

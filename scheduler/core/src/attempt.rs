@@ -146,6 +146,12 @@ impl Scheduler {
         }
     }
 
+    /// Whether one of the profiles serves the pod's schedulerName (kube's
+    /// `responsibleForPod`): pods of other schedulers are neither queued nor written to.
+    pub fn is_responsible_for(&self, pod: &Pod) -> bool {
+        self.profiles.get(&pod.spec.scheduler_name).is_some()
+    }
+
     /// A pending pod was added or changed (`old` is the version seen before, if any): it is
     /// queued, or its queued copy updated, and its nomination follows
     /// `status.nominatedNodeName`.

@@ -1,5 +1,5 @@
-//! The user-facing gRPC service (`berth.v1.Berth`): Apply, Get, List, Delete, Watch and
-//! Evict, with admission on every write.
+//! The user-facing gRPC service (`berth.v1.Berth`): Apply, Get, List, Delete, Watch,
+//! Evict and Bind, with admission on every write.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -271,6 +271,29 @@ impl pb::berth_server::Berth for ApiService {
         })
         .await?;
         Ok(Response::new(pb::EvictResponse {
+            pod: Some(pod_to_pb(&pod)),
+        }))
+    }
+
+    #[instrument(skip_all, fields(namespace = %req.get_ref().namespace, name = %req.get_ref().name, node = %req.get_ref().node_name))]
+    async fn bind(&self, req: Request<pb::BindRequest>) -> Reply<pb::BindResponse> {
+        let store = self.store.clone();
+        let req = req.into_inner();
+        let namespace = default_namespace(Kind::Pod, &req.namespace);
+        let pod = blocking(move || {
+            super::binding::bind(
+                store.as_ref(),
+                &super::binding::Binding {
+                    namespace: &namespace,
+                    name: &req.name,
+                    uid: &req.uid,
+                    node: &req.node_name,
+                    scheduler: &req.scheduler_name,
+                },
+            )
+        })
+        .await?;
+        Ok(Response::new(pb::BindResponse {
             pod: Some(pod_to_pb(&pod)),
         }))
     }

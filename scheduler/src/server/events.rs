@@ -45,32 +45,9 @@ impl EventRecorder {
             if seen.len() >= MAX_REMEMBERED {
                 seen.clear();
             }
-            let event = seen.entry(dedupe_key).or_insert_with(|| Event {
-                api_version: "v1".into(),
-                kind: "Event".into(),
-                metadata: ObjectMeta {
-                    name: format!(
-                        "{}.{:x}",
-                        object.name,
-                        now.unix_nanos() as u64 ^ rand::random::<u32>() as u64
-                    ),
-                    namespace: if object.namespace.is_empty() {
-                        "default".to_string()
-                    } else {
-                        object.namespace.clone()
-                    },
-                    ..Default::default()
-                },
-                involved_object: object,
-                reason: reason.to_string(),
-                message,
-                type_: type_.to_string(),
-                count: 0,
-                first_timestamp: Some(now),
-                last_timestamp: None,
-                reporting_component: self.component.to_string(),
-                source: None,
-            });
+            let event = seen
+                .entry(dedupe_key)
+                .or_insert_with(|| new_event(object, type_, reason, message, self.component, now));
             event.count += 1;
             event.last_timestamp = Some(now);
             event.clone()
@@ -79,6 +56,45 @@ impl EventRecorder {
             op: Op::Upsert(Object::Event(event)),
             on_failure: None,
         });
+    }
+}
+
+/// A new Event (count 0: the caller counts it) about `object`, reported by `component`,
+/// first seen `now`; its name is the object's with a random suffix, as kube's recorder
+/// names them.
+pub fn new_event(
+    object: ObjectReference,
+    type_: &str,
+    reason: &str,
+    message: String,
+    component: &str,
+    now: Time,
+) -> Event {
+    Event {
+        api_version: "v1".into(),
+        kind: "Event".into(),
+        metadata: ObjectMeta {
+            name: format!(
+                "{}.{:x}",
+                object.name,
+                now.unix_nanos() as u64 ^ rand::random::<u32>() as u64
+            ),
+            namespace: if object.namespace.is_empty() {
+                "default".to_string()
+            } else {
+                object.namespace.clone()
+            },
+            ..Default::default()
+        },
+        involved_object: object,
+        reason: reason.to_string(),
+        message,
+        type_: type_.to_string(),
+        count: 0,
+        first_timestamp: Some(now),
+        last_timestamp: None,
+        reporting_component: component.to_string(),
+        source: None,
     }
 }
 

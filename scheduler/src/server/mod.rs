@@ -5,6 +5,7 @@
 //!
 //! - [`admission`]: defaults, validation and update rules applied to every write.
 //! - [`api`]: the user-facing `Berth` service.
+//! - [`binding`]: what binding a pod means, and the `Bind` RPC for other schedulers.
 //! - [`agents`]: the `Agent` service and the dispatcher that routes pods to node sessions.
 //! - [`scheduling`]: the scheduling loop (snapshot, queue, cycle, assume, bind).
 //! - [`writer`]: group-committed writes for binds, statuses and events.
@@ -25,6 +26,7 @@
 pub mod admission;
 pub mod agents;
 pub mod api;
+pub mod binding;
 pub mod error;
 pub mod events;
 pub mod eviction;

@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use super::binding::{assign, scheduled_message, REASON_SCHEDULED};
 use super::events::{pod_ref, EventRecorder, NORMAL, WARNING};
 use super::informer::{self, Event, Informer};
 use super::writer::{FailureNotice, Write, Writer};
@@ -308,6 +309,20 @@ impl SchedulingLoop {
             self.core.pod_gone(&uid);
             return;
         }
+        if !self.core.is_responsible_for(&pod) {
+            // Another scheduler's pod (kube's responsibleForPod): never queued, and left
+            // untouched, so that its scheduler binds it.
+            self.core.pod_gone(&uid);
+            self.live.pods.insert(
+                uid,
+                KnownPod {
+                    pod,
+                    assumed_node: None,
+                    last_message,
+                },
+            );
+            return;
+        }
         let info = Arc::new(PodInfo::new(pod.clone()));
         self.core
             .pod_pending(info, known.as_ref().map(|k| &*k.pod), now);
@@ -430,17 +445,7 @@ impl Cluster for Live {
             known.assumed_node = Some(node.to_string());
         }
         let mut bound = (*pod).clone();
-        bound.spec.node_name = node.to_string();
-        set_condition(
-            &mut bound.status.conditions,
-            PodCondition {
-                type_: names::CONDITION_POD_SCHEDULED.into(),
-                status: names::STATUS_TRUE.into(),
-                ..Default::default()
-            },
-            Time::now(),
-        );
-        bound.status.nominated_node_name.clear();
+        assign(&mut bound, node, Time::now());
         let rv = pod.metadata.resource_version.clone();
         self.writer.submit(Write {
             op: Op::Update {
@@ -456,11 +461,8 @@ impl Cluster for Live {
         self.events.record(
             pod_ref(&pod),
             NORMAL,
-            "Scheduled",
-            format!(
-                "Successfully assigned {}/{} to {}",
-                pod.metadata.namespace, pod.metadata.name, node
-            ),
+            REASON_SCHEDULED,
+            scheduled_message(&pod, node),
         );
     }
 

@@ -169,8 +169,8 @@ impl Engine {
             world.outcomes[index].message = Some(e.to_string());
             return;
         }
-        let scheduler = &pod.spec.scheduler_name;
-        if self.scheduler.profiles.get(scheduler).is_none() {
+        if !self.scheduler.is_responsible_for(&pod) {
+            let scheduler = &pod.spec.scheduler_name;
             world.outcomes[index].message =
                 Some(format!("no scheduler profile named \"{scheduler}\""));
             return;
