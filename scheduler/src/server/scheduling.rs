@@ -309,25 +309,17 @@ impl SchedulingLoop {
             self.core.pod_gone(&uid);
             return;
         }
-        if !self.core.is_responsible_for(&pod) {
+        if self.core.is_responsible_for(&pod) {
+            let info = Arc::new(PodInfo::new(pod.clone()));
+            self.core
+                .pod_pending(info, known.as_ref().map(|k| &*k.pod), now);
+            if self.core.queue.is_gated(&uid) {
+                self.live.mark_gated(&pod);
+            }
+        } else {
             // Another scheduler's pod (kube's responsibleForPod): never queued, and left
             // untouched, so that its scheduler binds it.
             self.core.pod_gone(&uid);
-            self.live.pods.insert(
-                uid,
-                KnownPod {
-                    pod,
-                    assumed_node: None,
-                    last_message,
-                },
-            );
-            return;
-        }
-        let info = Arc::new(PodInfo::new(pod.clone()));
-        self.core
-            .pod_pending(info, known.as_ref().map(|k| &*k.pod), now);
-        if self.core.queue.is_gated(&uid) {
-            self.live.mark_gated(&pod);
         }
         self.live.pods.insert(
             uid,
