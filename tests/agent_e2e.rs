@@ -125,25 +125,7 @@ fn a_pod_bound_to_a_full_node_fails_out_of_cpu() {
 #[test]
 fn process_pods_run_log_restart_and_stop_gracefully() {
     let mut cluster = TestCluster::start();
-    let root = cluster.dir.path().join("n3-root");
-    start_agent(
-        &mut cluster,
-        "n3",
-        &[
-            "--runtime",
-            "process",
-            "--root-dir",
-            root.to_str().expect("UTF-8 path"),
-            "--restart-backoff",
-            "200ms",
-            "--housekeeping-interval",
-            "1s",
-            "--cpu",
-            "2",
-            "--memory",
-            "1Gi",
-        ],
-    );
+    let root = cluster.start_process_agent("n3", &[]);
     apply(
         &cluster,
         "process.yaml",

@@ -101,6 +101,20 @@ pub struct TestCluster {
     pub scheduler: Option<Proc>,
     pub agents: Vec<Proc>,
     pub security: Security,
+    /// Agents started with the process runtime, stopped with SIGTERM when the cluster is
+    /// dropped: they stop their pods and remove their cgroups then, where a killed agent
+    /// would leave its pods running.
+    pub process_agents: Vec<String>,
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        for agent in &mut self.agents {
+            if self.process_agents.contains(&agent.name) {
+                agent.stop();
+            }
+        }
+    }
 }
 
 impl TestCluster {
@@ -120,6 +134,7 @@ impl TestCluster {
             scheduler: None,
             agents: Vec::new(),
             security,
+            process_agents: Vec::new(),
         };
         cluster.start_scheduler();
         cluster
@@ -192,6 +207,34 @@ impl TestCluster {
             "110",
         ];
         self.spawn_agent(name, &[&sim, args].concat(), env);
+    }
+
+    /// Starts an agent with the process runtime for node `name`, rooted in `<name>-root` of
+    /// the test folder (returned), with a 200ms restart back-off, housekeeping every second,
+    /// 2 cpu, 1Gi and the `extra` flags, and waits until its node registers.
+    pub fn start_process_agent(&mut self, name: &str, extra: &[&str]) -> PathBuf {
+        let root = self.dir.path().join(format!("{name}-root"));
+        let root_arg = root.to_str().expect("UTF-8 path").to_string();
+        let flags = [
+            "--runtime",
+            "process",
+            "--root-dir",
+            &root_arg,
+            "--restart-backoff",
+            "200ms",
+            "--housekeeping-interval",
+            "1s",
+            "--cpu",
+            "2",
+            "--memory",
+            "1Gi",
+        ];
+        self.spawn_agent(name, &[&flags, extra].concat(), &[]);
+        self.process_agents.push(name.to_string());
+        wait_until(&format!("node {name} registers"), || {
+            self.berth(&["get", "node", name]).status.success()
+        });
+        root
     }
 
     /// Starts an agent for node `name` with only the flags given (runtime, capacity,

@@ -14,6 +14,7 @@ use tonic::transport::Certificate;
 use berth_proto::taints::parse_taint;
 
 use crate::node::parse_label;
+use crate::runtime::cgroup::CgroupMode;
 
 /// Flags of the node agent.
 #[derive(Clone, Debug, Parser)]
@@ -59,6 +60,13 @@ pub struct Args {
     /// each restart, up to 5 minutes.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub restart_backoff: Duration,
+
+    /// Which cgroups hold the process runtime's pods to their limits: `auto` uses, for
+    /// memory and for cpu, cgroup v2 where it has the controller, else the controller's
+    /// cgroup v1 hierarchy; `v2` and `v1` insist on one version; `none` uses no cgroups
+    /// (the agent kills a container over its memory limit itself; CPU is not limited).
+    #[arg(long, value_enum, default_value_t = CgroupMode::Auto)]
+    pub cgroups: CgroupMode,
 
     /// Number of simulated nodes this process hosts (with `--runtime sim`), each with its
     /// own registration and session, named `<prefix>1` to `<prefix>N`.

@@ -105,6 +105,9 @@ pub enum Error {
         /// The name.
         name: String,
     },
+    /// `--cgroups` names a cgroup version this host cannot use.
+    #[error(transparent)]
+    Cgroups(#[from] crate::runtime::cgroup::CgroupError),
     /// The eviction flags are invalid.
     #[error(transparent)]
     Eviction(#[from] crate::eviction::EvictionConfigError),

@@ -129,6 +129,8 @@ pub async fn run(args: Args, shutdown: CancellationToken) -> Result<()> {
                         root_dir: root_dir.clone(),
                         restart_backoff: args.restart_backoff,
                         host_ip: node.host_ip(),
+                        node_name: node.name.clone(),
+                        cgroups: args.cgroups,
                     },
                     statuses,
                 )?;

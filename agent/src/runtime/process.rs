@@ -7,10 +7,19 @@
 //! base delay (10 s by default), doubling up to 5 minutes, and back to the base once a
 //! container ran for 10 minutes. Each container runs in a process group of its own, so that
 //! stopping it (SIGTERM, then SIGKILL after the grace period) reaches every process it
-//! started. Where cgroup v2 is writable, each pod also gets a cgroup with `memory.max` from
-//! its limits, so that the kernel OOM-kills a pod over its limit (reported `OOMKilled`).
+//! started.
+//!
+//! Limits are enforced as kubelet enforces them, through the pod and container cgroups of
+//! [`super::cgroup`] (cgroup v2 or v1, whichever holds each controller): each container
+//! process writes itself into its container cgroup before it execs the command, so that
+//! nothing it allocates escapes the limit, and a container the kernel OOM-kills is reported
+//! `OOMKilled`. Where no hierarchy holds the memory controller, the agent enforces memory
+//! limits itself: it kills a container whose process tree's resident memory goes over the
+//! container's limit, checked every [`MEMORY_CHECK_INTERVAL`], reported the same way.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -24,9 +33,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::cgroup::{self, Cgroups};
+use super::cgroup::{CgroupMode, Cgroups, OomCounters, PodCgroup};
 use super::{started_status, BoxFuture, PodReport, Runtime, StatusSender, Stopped};
-use crate::error::{Error, Result};
+use crate::error::{error_chain, Error, Result};
 use crate::usage::{procfs, ContainerUsage, PodUsage};
 
 /// Container state names, as [`ContainerStatus::state`] holds them.
@@ -58,6 +67,9 @@ const BACKOFF_RESET_AFTER: Duration = Duration::from_secs(600);
 const PROCESS_TABLE_TTL: Duration = Duration::from_millis(500);
 /// The exit code reported for a container whose process could not start.
 const START_ERROR_EXIT_CODE: i32 = 128;
+/// How often the agent compares a container's memory with its limit where no cgroup
+/// enforces it (the process table it reads is at most [`PROCESS_TABLE_TTL`] old).
+pub const MEMORY_CHECK_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Settings of the process runtime.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,6 +81,10 @@ pub struct ProcessConfig {
     pub restart_backoff: Duration,
     /// The node's IP, reported as pods' `hostIP`.
     pub host_ip: String,
+    /// The node's name, which names its cgroup folder.
+    pub node_name: String,
+    /// Which cgroups enforce limits (`--cgroups`).
+    pub cgroups: CgroupMode,
 }
 
 /// The delay before the `restarts`-th restart (0 for the first): `base` doubled that many
@@ -108,6 +124,25 @@ pub fn pod_phase(containers: &[ContainerStatus]) -> PodPhase {
 
 /// The machine's processes by pid, as read at one moment.
 type ProcessTable = Arc<HashMap<u32, procfs::ProcessInfo>>;
+
+/// The last process table read, served for [`PROCESS_TABLE_TTL`], so that a housekeeping
+/// round over many pods and the memory checks of many containers read /proc once.
+#[derive(Default)]
+struct TableCache(Mutex<Option<(Instant, ProcessTable)>>);
+
+impl TableCache {
+    fn get(&self) -> ProcessTable {
+        let mut cached = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, table)) = cached.as_ref() {
+            if at.elapsed() < PROCESS_TABLE_TTL {
+                return table.clone();
+            }
+        }
+        let table = Arc::new(procfs::process_table());
+        *cached = Some((Instant::now(), table.clone()));
+        table
+    }
+}
 /// The last CPU reading of a container process: (uid, container, pid) → (when, ticks).
 type CpuReadings = HashMap<(String, String, u32), (Instant, u64)>;
 
@@ -116,7 +151,11 @@ struct PodHandle {
     namespace: String,
     name: String,
     dir: PathBuf,
-    cgroup: Option<PathBuf>,
+    /// The pod's cgroups, where a hierarchy holds memory or cpu.
+    cgroup: Option<PodCgroup>,
+    /// Whether the agent itself holds the containers to their memory limits (no memory
+    /// cgroup for this pod).
+    agent_enforces_memory: bool,
     status: Mutex<PodStatus>,
     /// Process group (= pid of the container's first process) of each running container.
     pids: Mutex<BTreeMap<String, u32>>,
@@ -160,41 +199,48 @@ impl PodHandle {
 /// Pods as real processes.
 pub struct ProcessRuntime {
     config: ProcessConfig,
-    cgroups: Option<Cgroups>,
+    cgroups: Cgroups,
     updates: StatusSender,
     pods: Mutex<BTreeMap<String, Arc<PodHandle>>>,
-    process_table: Mutex<Option<(Instant, ProcessTable)>>,
+    process_table: Arc<TableCache>,
     /// Last CPU reading per (uid, container, pid), for rates.
     last_cpu: Mutex<CpuReadings>,
 }
 
 impl ProcessRuntime {
     /// A runtime keeping its pods under `config.root_dir`, sending status changes to
-    /// `updates`. Checks once whether per-pod cgroups are possible and says so.
+    /// `updates`. Finds once which cgroups can hold the pods' limits (removing those an
+    /// earlier agent of this node left) and says what is enforced how.
     pub fn try_new(config: ProcessConfig, updates: StatusSender) -> Result<Self> {
         let pods_dir = config.root_dir.join("pods");
         std::fs::create_dir_all(&pods_dir).map_err(|source| Error::CreateDir {
             path: pods_dir.clone(),
             source,
         })?;
-        let cgroups = match Cgroups::detect() {
-            Ok(c) => {
-                info!(
-                    "cgroup v2 is writable: each pod gets a cgroup with memory.max from its limits"
-                );
-                Some(c)
+        let cgroups = Cgroups::detect(config.cgroups, &config.node_name, &config.root_dir)?;
+        match cgroups.memory_version() {
+            Some(version) => info!(%version, "memory limits are enforced by the kernel"),
+            None => warn!(
+                reason = cgroups.reason("memory").unwrap_or_default(),
+                interval = ?MEMORY_CHECK_INTERVAL,
+                "no memory cgroup: the agent kills a container whose processes' resident memory goes over its limit"
+            ),
+        }
+        match cgroups.cpu_version() {
+            Some(version) => {
+                info!(%version, "CPU limits (CFS quota) and requests (shares) are enforced by the kernel")
             }
-            Err(reason) => {
-                warn!(%reason, "cgroup v2 is not writable: memory limits are not enforced, and usage is measured per process tree");
-                None
-            }
-        };
+            None => warn!(
+                reason = cgroups.reason("cpu").unwrap_or_default(),
+                "no cpu cgroup: CPU limits and requests are not enforced on this host"
+            ),
+        }
         Ok(ProcessRuntime {
             config,
             cgroups,
             updates,
             pods: Mutex::new(BTreeMap::new()),
-            process_table: Mutex::new(None),
+            process_table: Arc::default(),
             last_cpu: Mutex::new(HashMap::new()),
         })
     }
@@ -210,15 +256,7 @@ impl ProcessRuntime {
     }
 
     fn table(&self) -> ProcessTable {
-        let mut cached = self.process_table.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((at, table)) = cached.as_ref() {
-            if at.elapsed() < PROCESS_TABLE_TTL {
-                return table.clone();
-            }
-        }
-        let table = Arc::new(procfs::process_table());
-        *cached = Some((Instant::now(), table.clone()));
-        table
+        self.process_table.get()
     }
 
     fn initial_status(&self, pod: &Pod, now: Time) -> PodStatus {
@@ -246,6 +284,7 @@ struct Supervisor {
     policy: RestartPolicy,
     backoff_base: Duration,
     updates: StatusSender,
+    table: Arc<TableCache>,
 }
 
 impl Supervisor {
@@ -259,24 +298,22 @@ impl Supervisor {
     async fn run(self) {
         let name = self.container.name.clone();
         let mut restarts: u32 = 0;
+        let group = self.pod.cgroup.as_ref().and_then(|g| g.container(&name));
         loop {
             let started = Instant::now();
-            let oom_before = self.pod.cgroup.as_deref().map_or(0, cgroup::oom_kills);
-            let (exit_code, stopped, start_error) = match self.spawn() {
+            let oom_before = group.map_or(OomCounters::default(), |g| g.oom_counters());
+            let (exit_code, stopped, start_error, killed_over_limit) = match self.spawn() {
                 Err(message) => {
                     warn!(pod = %self.uid, container = %name, %message, "container failed to start");
-                    (START_ERROR_EXIT_CODE, false, true)
+                    (START_ERROR_EXIT_CODE, false, true, false)
                 }
                 Ok(child) => {
-                    let (code, stopped) = self.wait(child).await;
-                    (code, stopped, false)
+                    let (code, stopped, over_limit) = self.wait(child).await;
+                    (code, stopped, false, over_limit)
                 }
             };
-            let oom = self
-                .pod
-                .cgroup
-                .as_deref()
-                .is_some_and(|g| cgroup::oom_kills(g) > oom_before);
+            let oom = killed_over_limit
+                || group.is_some_and(|g| g.oom_counters().oom_killed_since(&oom_before, exit_code));
             let reason = if oom {
                 REASON_OOM_KILLED
             } else if start_error {
@@ -300,6 +337,17 @@ impl Supervisor {
             info!(pod = %self.uid, container = %name, exit_code, reason, restart, "container exited");
             self.send();
             if !restart {
+                // kubelet removes a pod's cgroups once the pod is terminal.
+                let terminal = self
+                    .pod
+                    .status
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .phase
+                    .is_terminal();
+                if terminal {
+                    remove_cgroups(&self.uid, &self.pod).await;
+                }
                 return;
             }
             if started.elapsed() >= BACKOFF_RESET_AFTER {
@@ -357,15 +405,24 @@ impl Supervisor {
             .stderr(Stdio::from(log_err))
             .process_group(0)
             .kill_on_drop(true);
+        if let Some(group) = self.pod.cgroup.as_ref().and_then(|g| g.container(&c.name)) {
+            let files = group
+                .procs_files()
+                .into_iter()
+                .map(|f| CString::new(f.into_os_string().into_vec()))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| format!("cgroup path of container {:?}: {e}", c.name))?;
+            // SAFETY: the closure runs in the child between fork and exec; `join_cgroups`
+            // only makes async-signal-safe calls on paths prepared here, and allocates
+            // nothing.
+            unsafe {
+                command.pre_exec(move || join_cgroups(&files));
+            }
+        }
         let child = command
             .spawn()
             .map_err(|e| format!("starting {program:?}: {e}"))?;
         let pid = child.id().unwrap_or(0);
-        if let Some(group) = &self.pod.cgroup {
-            if let Err(e) = cgroup::add_process(group, pid) {
-                warn!(pod = %self.uid, container = %c.name, error = %e, "cannot move the container into its pod cgroup");
-            }
-        }
         self.pod
             .pids
             .lock()
@@ -381,14 +438,21 @@ impl Supervisor {
         Ok(child)
     }
 
-    /// Waits for the container to exit or for the pod to stop (then SIGTERM, and SIGKILL
-    /// after the grace period). Returns the exit code (128 + signal for a signal) and
-    /// whether the pod was stopped.
-    async fn wait(&self, mut child: tokio::process::Child) -> (i32, bool) {
+    /// Waits for the container to exit, for the pod to stop (then SIGTERM, and SIGKILL
+    /// after the grace period), or, where the agent enforces memory limits, for the
+    /// container to go over its limit (then SIGKILL). Returns the exit code (128 + signal
+    /// for a signal), whether the pod was stopped, and whether the agent killed the
+    /// container for its memory.
+    async fn wait(&self, mut child: tokio::process::Child) -> (i32, bool, bool) {
         let pgid = child.id().unwrap_or(0);
         let mut stopped = false;
+        let mut over_limit = false;
         let status = tokio::select! {
             status = child.wait() => status,
+            () = self.watch_memory(pgid) => {
+                over_limit = true;
+                child.wait().await
+            }
             () = self.pod.stop.cancelled() => {
                 stopped = true;
                 let grace = *self.pod.grace.lock().unwrap_or_else(|p| p.into_inner());
@@ -420,7 +484,89 @@ impl Supervisor {
                 -1
             }
         };
-        (code, stopped)
+        (code, stopped, over_limit)
+    }
+
+    /// Returns once the process tree of the container whose first process is `pgid` uses
+    /// more resident memory than the container's limit, after killing it (never, when a
+    /// cgroup enforces the limit or the container has none).
+    async fn watch_memory(&self, pgid: u32) {
+        let limit = self
+            .container
+            .resources
+            .limits
+            .get(berth_proto::resources::MEMORY)
+            .map(|q| q.value())
+            .filter(|l| *l > 0 && self.pod.agent_enforces_memory);
+        let Some(limit) = limit else {
+            return std::future::pending().await;
+        };
+        let mut tick = tokio::time::interval(MEMORY_CHECK_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let (rss, _, _) = procfs::tree_usage(&self.table.get(), pgid);
+            if rss > limit {
+                warn!(pod = %self.uid, container = %self.container.name, rss, limit, "container over its memory limit; killing it");
+                signal_group(pgid, libc::SIGKILL);
+                // Processes that left the group are still in the tree.
+                for pid in procfs::tree_pids(&procfs::process_table(), pgid) {
+                    signal_process(pid, libc::SIGKILL);
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Moves the calling process into the cgroups whose `cgroup.procs` files are given (writing
+/// `0` names the writer). Runs in the child between fork and exec, so it only makes
+/// async-signal-safe calls and allocates nothing.
+fn join_cgroups(procs_files: &[CString]) -> std::io::Result<()> {
+    for file in procs_files {
+        // SAFETY: `file` is a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe { libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: writes one byte of a static buffer to the descriptor opened above.
+        let written = unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
+        let error = std::io::Error::last_os_error();
+        // SAFETY: closes the descriptor opened above, once.
+        unsafe {
+            libc::close(fd);
+        }
+        if written != 1 {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// Kills what is left in a pod's cgroups and removes them, on a blocking thread (removal
+/// waits a little for killed processes to go).
+async fn remove_cgroups(uid: &str, pod: &PodHandle) {
+    let Some(group) = pod.cgroup.clone() else {
+        return;
+    };
+    match tokio::task::spawn_blocking(move || group.remove()).await {
+        Ok(true) => debug!(pod = %uid, "pod cgroups removed"),
+        Ok(false) => {} // logged where it failed
+        Err(e) => warn!(pod = %uid, error = %e, "the task removing the pod cgroups failed"),
+    }
+}
+
+/// Sends `signal` to one process; a process that is gone is fine.
+fn signal_process(pid: u32, signal: libc::c_int) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    if pid <= 1 {
+        return;
+    }
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid, signal);
     }
 }
 
@@ -461,19 +607,18 @@ impl Runtime for ProcessRuntime {
                 path: dir.clone(),
                 source,
             })?;
-            let cgroup = self.cgroups.as_ref().and_then(|c| match c.create_pod(pod) {
-                Ok(group) => Some(group),
-                Err(e) => {
-                    warn!(pod = %uid, error = %e, "cannot create the pod cgroup; running without it");
-                    None
-                }
+            let cgroup = self.cgroups.create_pod(pod).unwrap_or_else(|e| {
+                warn!(pod = %uid, error = %error_chain(&e), "cannot create the pod's cgroups; the agent holds its containers to their memory limits itself");
+                None
             });
+            let agent_enforces_memory = cgroup.is_none() || self.cgroups.memory_version().is_none();
             let status = self.initial_status(pod, Time::now());
             let handle = Arc::new(PodHandle {
                 namespace: pod.metadata.namespace.clone(),
                 name: pod.metadata.name.clone(),
                 dir,
                 cgroup,
+                agent_enforces_memory,
                 status: Mutex::new(status),
                 pids: Mutex::new(BTreeMap::new()),
                 stop: CancellationToken::new(),
@@ -491,6 +636,7 @@ impl Runtime for ProcessRuntime {
                     policy,
                     backoff_base: self.config.restart_backoff,
                     updates: self.updates.clone(),
+                    table: self.process_table.clone(),
                 };
                 // The first start happens here, so that the status returned shows it.
                 tasks.push(tokio::spawn(supervisor.run()));
@@ -516,9 +662,7 @@ impl Runtime for ProcessRuntime {
                     warn!(pod = %uid, error = %e, "a container task of the stopped pod failed");
                 }
             }
-            if let Some(group) = &handle.cgroup {
-                cgroup::remove(group);
-            }
+            remove_cgroups(uid, &handle).await;
             self.last_cpu
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -584,11 +728,15 @@ impl Runtime for ProcessRuntime {
                 }
                 last_cpu.insert(key, (now, ticks));
             }
+            let group = handle.cgroup.as_ref().and_then(|g| g.container(&name));
+            if let Some(ws) = group.and_then(|g| g.working_set()) {
+                c.memory_bytes = ws;
+            }
             usage.cpu_millis += c.cpu_millis;
             usage.memory_bytes += c.memory_bytes;
             usage.containers.push(c);
         }
-        if let Some(ws) = handle.cgroup.as_deref().and_then(cgroup::working_set) {
+        if let Some(ws) = handle.cgroup.as_ref().and_then(|g| g.pod.working_set()) {
             usage.memory_bytes = ws;
         }
         Some(usage)
@@ -606,7 +754,7 @@ impl Runtime for ProcessRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_model::testing::{container, PodBuilder};
+    use berth_model::testing::{container, container_with_limits, PodBuilder};
     use tokio::sync::mpsc;
 
     #[test]
@@ -682,6 +830,28 @@ mod tests {
         }
     }
 
+    /// A process runtime under `root` whose restart back-off is 50ms, for node `node`
+    /// (suffixed with the test process's pid, so that test runs side by side keep apart).
+    fn test_runtime(
+        root: &Path,
+        cgroups: CgroupMode,
+        node: &str,
+    ) -> (ProcessRuntime, mpsc::UnboundedReceiver<PodReport>) {
+        let (tx, updates) = mpsc::unbounded_channel();
+        let runtime = ProcessRuntime::try_new(
+            ProcessConfig {
+                root_dir: root.to_path_buf(),
+                restart_backoff: Duration::from_millis(50),
+                host_ip: "10.0.0.1".into(),
+                node_name: format!("{node}-{}", std::process::id()),
+                cgroups,
+            },
+            tx,
+        )
+        .unwrap();
+        (runtime, updates)
+    }
+
     fn shell_pod(uid: &str, script: &str, policy: RestartPolicy) -> Pod {
         let mut pod = PodBuilder::new(&format!("pod-{uid}"))
             .uid(uid)
@@ -722,16 +892,7 @@ mod tests {
     #[tokio::test]
     async fn runs_logs_restarts_and_stops_processes() {
         let dir = tempfile::tempdir().unwrap();
-        let (tx, mut updates) = mpsc::unbounded_channel();
-        let runtime = ProcessRuntime::try_new(
-            ProcessConfig {
-                root_dir: dir.path().to_path_buf(),
-                restart_backoff: Duration::from_millis(50),
-                host_ip: "10.0.0.1".into(),
-            },
-            tx,
-        )
-        .unwrap();
+        let (runtime, mut updates) = test_runtime(dir.path(), CgroupMode::Auto, "basics");
 
         // Runs to completion, with its environment, writing its log.
         runtime
@@ -806,5 +967,232 @@ mod tests {
         })
         .await;
         assert_eq!(status.container_statuses[0].reason, REASON_START_ERROR);
+    }
+
+    /// A shell command that allocates about 300MB and holds it: `tail` keeps the
+    /// newline-free input in memory while more trickles in; the pipeline's status is
+    /// `tail`'s, and the writer ends on SIGPIPE once `tail` is gone.
+    const ALLOCATE_300MB: &str =
+        "{ head -c 300000000 /dev/zero; while sleep 0.1; do printf 0; done; } | tail";
+
+    /// A pod whose one container runs `script` under `limits`.
+    fn limited_pod(uid: &str, script: &str, policy: RestartPolicy, limits: &[(&str, &str)]) -> Pod {
+        let mut pod = shell_pod(uid, script, policy);
+        pod.spec.containers[0].resources = container_with_limits("main", &[], limits).resources;
+        pod
+    }
+
+    /// Whether the memory controller is in a cgroup; false (after saying why) means the
+    /// test cannot run here, which fails it when `CI` is set.
+    fn has_memory_cgroup(runtime: &ProcessRuntime) -> bool {
+        if runtime.cgroups.memory_version().is_some() {
+            return true;
+        }
+        let reason = runtime.cgroups.reason("memory").unwrap_or_default();
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI needs a writable memory cgroup (run as root): {reason}"
+        );
+        eprintln!("skipped: no writable memory cgroup on this host ({reason})");
+        false
+    }
+
+    /// Waits until the pod `uid` has failed, its container OOMKilled with exit code 137.
+    async fn until_oom_killed(updates: &mut mpsc::UnboundedReceiver<PodReport>, uid: &str) {
+        let status = until(updates, uid, "Failed", |s| s.phase == PodPhase::Failed).await;
+        let c = &status.container_statuses[0];
+        assert_eq!(
+            (c.reason.as_str(), c.exit_code),
+            (REASON_OOM_KILLED, Some(137)),
+            "{c:?}"
+        );
+    }
+
+    fn read(dir: &Path, file: &str) -> String {
+        std::fs::read_to_string(dir.join(file))
+            .unwrap_or_else(|e| panic!("reading {}/{file}: {e}", dir.display()))
+            .trim()
+            .to_string()
+    }
+
+    #[tokio::test]
+    async fn cgroups_hold_kubelets_values_and_the_kernel_oom_kills() {
+        let dir = tempfile::tempdir().unwrap();
+        let (runtime, mut updates) = test_runtime(dir.path(), CgroupMode::Auto, "cgroups");
+        if !has_memory_cgroup(&runtime) {
+            return;
+        }
+
+        // Two containers: cpu 250m/500m and memory 64Mi; cpu 100m/100m and memory 32Mi.
+        let mut pod = limited_pod(
+            "values",
+            "while true; do sleep 0.05; done",
+            RestartPolicy::Always,
+            &[("cpu", "500m"), ("memory", "64Mi")],
+        );
+        pod.spec.containers[0]
+            .resources
+            .requests
+            .insert("cpu".into(), berth_model::testing::qty("250m"));
+        let mut side = pod.spec.containers[0].clone();
+        side.name = "side".into();
+        side.resources =
+            container_with_limits("side", &[], &[("cpu", "100m"), ("memory", "32Mi")]).resources;
+        pod.spec.containers.push(side);
+        runtime.start(&pod).await.unwrap();
+        until(&mut updates, "values", "running", |s| {
+            s.phase == PodPhase::Running
+        })
+        .await;
+        let group = runtime
+            .pods()
+            .get("values")
+            .unwrap()
+            .cgroup
+            .clone()
+            .expect("pod cgroups");
+        let main = group.container("main").unwrap();
+        let pid = *runtime
+            .pods()
+            .get("values")
+            .unwrap()
+            .pids
+            .lock()
+            .unwrap()
+            .get("main")
+            .unwrap();
+        assert!(
+            main.pids().contains(&pid),
+            "the process runs in its container cgroup"
+        );
+        // (cgroup, cpu shares, CFS quota µs, memory bytes) as kubelet sets them: the pod's
+        // are the sums, shares 256 + 102.
+        let want = [
+            (&group.pod, 358, 60_000, 96 << 20),
+            (main, 256, 50_000, 64 << 20),
+            (group.container("side").unwrap(), 102, 10_000, 32 << 20),
+        ];
+        let paths: Vec<PathBuf> = group.pod.paths().map(Path::to_path_buf).collect();
+        for (cgroup, shares, quota, memory) in want {
+            let (mut cpu_checked, mut memory_checked) = (false, false);
+            for path in cgroup.paths() {
+                let has = |f: &str| path.join(f).exists();
+                let at = path.display();
+                if has("cpu.shares") {
+                    assert_eq!(read(path, "cpu.shares"), shares.to_string(), "{at}");
+                    assert_eq!(read(path, "cpu.cfs_period_us"), "100000", "{at}");
+                    assert_eq!(read(path, "cpu.cfs_quota_us"), quota.to_string(), "{at}");
+                    cpu_checked = true;
+                }
+                if has("cpu.weight") {
+                    let weight = super::super::cgroup::shares_to_weight(shares).to_string();
+                    assert_eq!(read(path, "cpu.weight"), weight, "{at}");
+                    assert_eq!(read(path, "cpu.max"), format!("{quota} 100000"), "{at}");
+                    cpu_checked = true;
+                }
+                for file in ["memory.limit_in_bytes", "memory.max"] {
+                    if has(file) {
+                        assert_eq!(read(path, file), memory.to_string(), "{at}");
+                        memory_checked = true;
+                    }
+                }
+            }
+            assert!(memory_checked, "a memory limit file in {:?}", cgroup);
+            assert_eq!(
+                cpu_checked,
+                runtime.cgroups.cpu_version().is_some(),
+                "{cgroup:?}"
+            );
+        }
+        if runtime.cgroups.cpu_version().is_none() {
+            eprintln!("no cpu cgroup on this host: the CPU files were not checked");
+        }
+        runtime
+            .stop("values", Duration::from_secs(5))
+            .await
+            .unwrap();
+        for path in &paths {
+            assert!(!path.exists(), "{} removed with the pod", path.display());
+        }
+
+        // Over its limit: OOM-killed by the kernel, reported as kubelet does, not restarted
+        // under Never, and its cgroups removed once it is terminal.
+        runtime
+            .start(&limited_pod(
+                "oom",
+                ALLOCATE_300MB,
+                RestartPolicy::Never,
+                &[("memory", "64Mi")],
+            ))
+            .await
+            .unwrap();
+        let paths: Vec<PathBuf> = {
+            let pods = runtime.pods();
+            let group = pods.get("oom").unwrap().cgroup.as_ref().unwrap();
+            group.pod.paths().map(Path::to_path_buf).collect()
+        };
+        until_oom_killed(&mut updates, "oom").await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while paths.iter().any(|p| p.exists()) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            paths.iter().all(|p| !p.exists()),
+            "cgroups of the ended pod removed"
+        );
+
+        // Under OnFailure the OOM-killed container restarts.
+        runtime
+            .start(&limited_pod(
+                "oom-again",
+                ALLOCATE_300MB,
+                RestartPolicy::OnFailure,
+                &[("memory", "64Mi")],
+            ))
+            .await
+            .unwrap();
+        let status = until(&mut updates, "oom-again", "a restart", |s| {
+            s.container_statuses[0].restart_count >= 1
+        })
+        .await;
+        assert_eq!(status.container_statuses[0].exit_code, Some(137));
+        runtime
+            .stop("oom-again", Duration::from_secs(1))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn without_cgroups_the_agent_ends_a_container_over_its_memory_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (runtime, mut updates) = test_runtime(dir.path(), CgroupMode::None, "self");
+        assert_eq!(runtime.cgroups.memory_version(), None);
+        assert_eq!(runtime.cgroups.cpu_version(), None);
+        runtime
+            .start(&limited_pod(
+                "small",
+                "while true; do sleep 0.05; done",
+                RestartPolicy::Never,
+                &[("memory", "64Mi")],
+            ))
+            .await
+            .unwrap();
+        runtime
+            .start(&limited_pod(
+                "big",
+                ALLOCATE_300MB,
+                RestartPolicy::Never,
+                &[("memory", "64Mi")],
+            ))
+            .await
+            .unwrap();
+        until_oom_killed(&mut updates, "big").await;
+        let small = runtime.report("small").unwrap().status;
+        assert_eq!(
+            small.phase,
+            PodPhase::Running,
+            "the pod under its limit runs on"
+        );
+        runtime.stop("small", Duration::from_secs(1)).await.unwrap();
     }
 }

@@ -183,25 +183,36 @@ pub fn process_table() -> HashMap<u32, ProcessInfo> {
     table
 }
 
-/// Usage of the tree rooted at `root` (the process and all its descendants): summed RSS,
-/// summed CPU ticks, and the number of processes. Zero when the root is gone.
-pub fn tree_usage(table: &HashMap<u32, ProcessInfo>, root: u32) -> (i64, u64, i64) {
+/// The pids of the tree rooted at `root`: the process and all its descendants (none when
+/// the root is gone).
+pub fn tree_pids(table: &HashMap<u32, ProcessInfo>, root: u32) -> Vec<u32> {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     for (pid, info) in table {
         children.entry(info.ppid).or_default().push(*pid);
     }
-    let (mut rss, mut ticks, mut count) = (0, 0, 0);
+    let mut pids = Vec::new();
     let mut stack = vec![root];
     while let Some(pid) = stack.pop() {
-        let Some(info) = table.get(&pid) else {
+        if !table.contains_key(&pid) {
             continue;
-        };
-        rss += info.rss_bytes;
-        ticks += info.cpu_ticks;
-        count += 1;
+        }
+        pids.push(pid);
         if let Some(kids) = children.get(&pid) {
             stack.extend(kids);
         }
+    }
+    pids
+}
+
+/// Usage of the tree rooted at `root` (the process and all its descendants): summed RSS,
+/// summed CPU ticks, and the number of processes. Zero when the root is gone.
+pub fn tree_usage(table: &HashMap<u32, ProcessInfo>, root: u32) -> (i64, u64, i64) {
+    let (mut rss, mut ticks, mut count) = (0, 0, 0);
+    for pid in tree_pids(table, root) {
+        let info = &table[&pid];
+        rss += info.rss_bytes;
+        ticks += info.cpu_ticks;
+        count += 1;
     }
     (rss, ticks, count)
 }

@@ -126,21 +126,20 @@ fn is_sidecar(c: &Container) -> bool {
     c.restart_policy == Some(RestartPolicy::Always)
 }
 
-/// The pod's effective request as kube computes it (`resource.PodRequests`): the sum of app
-/// containers, plus sidecars; or, if larger, what any init container needs together with the
-/// sidecars started before it; plus `spec.overhead`. Pod-level `spec.resources` replaces the
-/// container sum for the resources it names.
-pub fn pod_requests(pod: &Pod) -> Resources {
+/// The sum over a pod's containers of `per` container, as kube aggregates requests and
+/// limits: app containers plus sidecars; or, if larger, what any init container needs
+/// together with the sidecars started before it.
+fn aggregate(pod: &Pod, per: impl Fn(&Container) -> Resources) -> Resources {
     let spec = &pod.spec;
-    let mut reqs = Resources::default();
+    let mut total = Resources::default();
     for c in &spec.containers {
-        reqs.add(&container_requests(c));
+        total.add(&per(c));
     }
     // Init containers run one at a time; sidecars keep running once started.
     let mut sidecars = Resources::default();
     let mut init_max = Resources::default();
     for c in &spec.init_containers {
-        let r = container_requests(c);
+        let r = per(c);
         if is_sidecar(c) {
             sidecars.add(&r);
             init_max.max_with(&sidecars);
@@ -150,25 +149,70 @@ pub fn pod_requests(pod: &Pod) -> Resources {
             init_max.max_with(&during);
         }
     }
-    reqs.add(&sidecars);
-    reqs.max_with(&init_max);
+    total.add(&sidecars);
+    total.max_with(&init_max);
+    total
+}
+
+/// Replaces cpu and memory of `total` by the pod-level value of `list` where it names
+/// them (only cpu and memory are supported at pod level, as in Kubernetes).
+fn apply_pod_level(total: &mut Resources, list: &ResourceList) {
+    let level = Resources::from_list(list);
+    if list.contains_key(CPU) {
+        total.milli_cpu = level.milli_cpu;
+    }
+    if list.contains_key(MEMORY) {
+        total.memory = level.memory;
+    }
+}
+
+/// The pod's effective request as kube computes it (`resource.PodRequests`): the sum of app
+/// containers, plus sidecars; or, if larger, what any init container needs together with the
+/// sidecars started before it; plus `spec.overhead`. Pod-level `spec.resources` replaces the
+/// container sum for the resources it names.
+pub fn pod_requests(pod: &Pod) -> Resources {
+    let spec = &pod.spec;
+    let mut reqs = aggregate(pod, container_requests);
     if let Some(pod_level) = &spec.resources {
         let mut list = pod_level.requests.clone();
         for (name, limit) in &pod_level.limits {
             list.entry(name.clone()).or_insert(*limit);
         }
-        // Only cpu and memory are supported at pod level, as in Kubernetes.
-        let level = Resources::from_list(&list);
-        if list.contains_key(CPU) {
-            reqs.milli_cpu = level.milli_cpu;
-        }
-        if list.contains_key(MEMORY) {
-            reqs.memory = level.memory;
-        }
+        apply_pod_level(&mut reqs, &list);
     }
     reqs.add(&Resources::from_list(&spec.overhead));
     reqs.allowed_pods = 0;
     reqs
+}
+
+/// The pod's effective limit as kube computes it (`resource.PodLimits`): containers
+/// aggregated as in [`pod_requests`] but over their limits (a resource a container does not
+/// limit counts as 0 there), pod-level `spec.resources.limits` replacing cpu and memory,
+/// and `spec.overhead` added to the resources that have a limit.
+pub fn pod_limits(pod: &Pod) -> Resources {
+    let spec = &pod.spec;
+    let mut limits = aggregate(pod, |c| Resources::from_list(&c.resources.limits));
+    if let Some(pod_level) = &spec.resources {
+        apply_pod_level(&mut limits, &pod_level.limits);
+    }
+    let overhead = Resources::from_list(&spec.overhead);
+    let add_if_limited = |limit: &mut i64, extra: i64| {
+        if *limit > 0 {
+            *limit += extra;
+        }
+    };
+    add_if_limited(&mut limits.milli_cpu, overhead.milli_cpu);
+    add_if_limited(&mut limits.memory, overhead.memory);
+    add_if_limited(&mut limits.ephemeral_storage, overhead.ephemeral_storage);
+    for (name, extra) in &overhead.scalar {
+        let mut limit = limits.scalar(name);
+        add_if_limited(&mut limit, *extra);
+        if limit > 0 {
+            limits.set_scalar(name, limit);
+        }
+    }
+    limits.allowed_pods = 0;
+    limits
 }
 
 /// The cpu and memory that scoring counts for a pod: as [`pod_requests`], except that a
@@ -226,4 +270,75 @@ pub fn pod_non_zero_requests(pod: &Pod) -> (i64, i64) {
     }
     let overhead = Resources::from_list(&spec.overhead);
     (cpu + overhead.milli_cpu, mem + overhead.memory)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ResourceRequirements;
+    use crate::testing::{container_with_limits, qty, PodBuilder};
+
+    #[test]
+    fn pod_limits_like_kube() {
+        let c = |name: &str, limits: &[(&str, &str)]| container_with_limits(name, &[], limits);
+        // (case, pod, want milli_cpu, want memory)
+        let cases = [
+            (
+                "app containers summed",
+                PodBuilder::new("p")
+                    .container(c("a", &[("cpu", "500m"), ("memory", "64Mi")]))
+                    .container(c("b", &[("cpu", "250m"), ("memory", "32Mi")])),
+                750,
+                96 << 20,
+            ),
+            (
+                "a container without a limit adds nothing",
+                PodBuilder::new("p")
+                    .container(c("a", &[("cpu", "500m")]))
+                    .container(c("b", &[("memory", "32Mi")])),
+                500,
+                32 << 20,
+            ),
+            (
+                "a larger init container wins",
+                PodBuilder::new("p")
+                    .container(c("a", &[("cpu", "500m")]))
+                    .init_container(c("i", &[("cpu", "2")])),
+                2000,
+                0,
+            ),
+            (
+                "sidecars add to the app containers",
+                PodBuilder::new("p")
+                    .container(c("a", &[("cpu", "500m")]))
+                    .sidecar(c("s", &[("cpu", "100m")])),
+                600,
+                0,
+            ),
+            (
+                "overhead only on limited resources",
+                PodBuilder::new("p")
+                    .container(c("a", &[("memory", "64Mi")]))
+                    .overhead("cpu", "100m")
+                    .overhead("memory", "16Mi"),
+                0,
+                80 << 20,
+            ),
+            (
+                "pod-level limits replace the containers'",
+                PodBuilder::new("p")
+                    .container(c("a", &[("cpu", "500m"), ("memory", "64Mi")]))
+                    .pod_resources(ResourceRequirements {
+                        limits: [("cpu".to_string(), qty("2"))].into(),
+                        ..ResourceRequirements::default()
+                    }),
+                2000,
+                64 << 20,
+            ),
+        ];
+        for (name, pod, cpu, memory) in cases {
+            let got = pod_limits(&pod.build());
+            assert_eq!((got.milli_cpu, got.memory), (cpu, memory), "{name}");
+        }
+    }
 }
