@@ -4,7 +4,7 @@
 use std::time::SystemTime;
 
 use berth_proto::model::{Kind, Node, Object, Pod, Taint, Time, Toleration, TolerationOperator};
-use berth_proto::names;
+pub use berth_proto::printers::{node_status, pod_status};
 
 /// Column padding of `get` tables (kubectl's tabwriter: padding 3, minimum cell width 6).
 pub const TABLE_PADDING: usize = 3;
@@ -190,48 +190,6 @@ pub fn age(time: Option<&Time>, now: SystemTime) -> String {
     }
 }
 
-/// The STATUS column of `get pods`, following kubectl's printer: the phase, replaced by the
-/// pod's reason (`Evicted`, `OutOfcpu`), by `SchedulingGated` for a gated pod, by a container's
-/// waiting or terminated reason, and by `Terminating` for a pod being deleted.
-pub fn pod_status(pod: &Pod) -> String {
-    let mut reason = pod.status.phase.as_str().to_string();
-    if !pod.status.reason.is_empty() {
-        reason = pod.status.reason.clone();
-    }
-    if pod.status.conditions.iter().any(|c| {
-        c.type_ == names::CONDITION_POD_SCHEDULED && c.reason == names::REASON_SCHEDULING_GATED
-    }) {
-        reason = names::REASON_SCHEDULING_GATED.into();
-    }
-    let mut has_running = false;
-    // kubectl walks the statuses from the last, so the first container's reason wins.
-    for cs in pod.status.container_statuses.iter().rev() {
-        match cs.state.as_str() {
-            "waiting" if !cs.reason.is_empty() => reason = cs.reason.clone(),
-            "terminated" if !cs.reason.is_empty() => reason = cs.reason.clone(),
-            "terminated" => reason = format!("ExitCode:{}", cs.exit_code.unwrap_or(0)),
-            "running" if cs.ready => has_running = true,
-            _ => {}
-        }
-    }
-    if reason == "Completed" && has_running {
-        reason = if pod.is_ready() {
-            "Running"
-        } else {
-            "NotReady"
-        }
-        .into();
-    }
-    if pod.is_terminating() {
-        if pod.status.reason == names::REASON_NODE_LOST {
-            reason = "Unknown".into();
-        } else if !pod.is_terminal() {
-            reason = "Terminating".into();
-        }
-    }
-    reason
-}
-
 /// The READY column of `get pods`: ready containers over containers (app containers and
 /// sidecars).
 pub fn pod_ready(pod: &Pod) -> String {
@@ -263,20 +221,6 @@ pub fn pod_restarts(pod: &Pod) -> i64 {
         .iter()
         .map(|cs| i64::from(cs.restart_count))
         .sum()
-}
-
-/// The STATUS column of `get nodes`: `Ready`, `NotReady` or `Unknown` (no Ready condition),
-/// with `,SchedulingDisabled` for a cordoned node.
-pub fn node_status(node: &Node) -> String {
-    let mut status = match node.condition(names::CONDITION_READY) {
-        Some(c) if c.status == names::STATUS_TRUE => "Ready".to_string(),
-        Some(_) => "NotReady".to_string(),
-        None => "Unknown".to_string(),
-    };
-    if node.spec.unschedulable {
-        status.push_str(",SchedulingDisabled");
-    }
-    status
 }
 
 /// The ROLES column of `get nodes`: the `node-role.kubernetes.io/<role>` labels and the

@@ -9,6 +9,7 @@
 //!   store and feed the scheduler.
 //! - [`names`]: well-known names (taint keys, labels, annotations, condition types and
 //!   statuses, reasons) as constants.
+//! - [`printers`]: kubectl's STATUS columns of pods and nodes.
 //! - [`qos`]: a pod's quality-of-service class.
 //! - [`quantity`]: exact resource quantities (`100m`, `1Gi`, `1e3`).
 //! - [`resources`]: resource vectors and a pod's effective request (init containers,
@@ -27,6 +28,7 @@ pub mod conditions;
 pub mod decode;
 pub mod model;
 pub mod names;
+pub mod printers;
 pub mod qos;
 pub mod quantity;
 pub mod resources;
