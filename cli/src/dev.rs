@@ -3,9 +3,9 @@
 //! commands find without flags, and that stops cleanly on Ctrl-C.
 //!
 //! The cluster is not open: `berth dev` writes random tokens into `<data-dir>/tokens.csv`
-//! (an admin token for the CLI, one node token per agent), and with `--tls` a throwaway CA
-//! and a server certificate for 127.0.0.1 and localhost; the client config it writes holds
-//! the server, the admin token and the CA.
+//! (an admin token for the CLI, a viewer token for the web view, one node token per agent),
+//! and with `--tls` a throwaway CA and a server certificate for 127.0.0.1 and localhost; the
+//! client config it writes holds the server, the admin token and the CA.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -58,6 +58,8 @@ pub fn random_token() -> String {
 pub struct DevTokens {
     /// The CLI's admin token.
     pub admin: String,
+    /// A viewer token, for the web view's address (which a browser's history keeps).
+    pub viewer: String,
     /// One node token per agent: (node name, token).
     pub nodes: Vec<(String, String)>,
 }
@@ -67,6 +69,7 @@ impl DevTokens {
     pub fn generate(nodes: u32) -> Self {
         DevTokens {
             admin: random_token(),
+            viewer: random_token(),
             nodes: (1..=nodes)
                 .map(|i| (format!("node-{i}"), random_token()))
                 .collect(),
@@ -77,6 +80,7 @@ impl DevTokens {
     pub fn write(&self, path: &Path) -> Result<()> {
         let mut text = String::from("# berth dev: TOKEN,NAME,ROLE\n");
         text.push_str(&format!("{},admin,admin\n", self.admin));
+        text.push_str(&format!("{},web,viewer\n", self.viewer));
         for (node, token) in &self.nodes {
             text.push_str(&format!("{token},{node},node\n"));
         }
@@ -205,8 +209,9 @@ pub async fn run(args: DevArgs) -> Result<()> {
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     let listen = match args.listen {
         Some(addr) => addr,
-        None => pick_address()?,
+        None => pick_address(7070)?,
     };
+    let web = pick_address(7080)?;
     let exe = std::env::current_exe().context("finding the berth executable")?;
     let tokens = DevTokens::generate(args.nodes);
     let token_file = data_dir.join("tokens.csv");
@@ -219,6 +224,8 @@ pub async fn run(args: DevArgs) -> Result<()> {
         data_dir.join("store").display().to_string(),
         "--token-file".into(),
         token_file.display().to_string(),
+        "--web-listen".into(),
+        web.to_string(),
     ];
     let tls = if args.tls {
         let files = generate_tls(&data_dir.join("tls"), &["127.0.0.1", "localhost"])?;
@@ -279,7 +286,11 @@ pub async fn run(args: DevArgs) -> Result<()> {
     );
     println!("  logs:   {}", logs.display());
     println!(
-        "  tokens: {} (admin for the CLI, one node token per agent)",
+        "  web:    http://{web}/?token={} (read-only view, viewer token)",
+        tokens.viewer
+    );
+    println!(
+        "  tokens: {} (admin for the CLI, viewer for the web, one per agent)",
         token_file.display()
     );
     if let Some(tls) = &tls {
@@ -308,9 +319,9 @@ pub async fn run(args: DevArgs) -> Result<()> {
     outcome
 }
 
-/// 127.0.0.1:7070 if free, else a free port chosen by the kernel.
-fn pick_address() -> Result<SocketAddr> {
-    let preferred: SocketAddr = "127.0.0.1:7070".parse().expect("valid literal address");
+/// 127.0.0.1:`port` if free, else a free port chosen by the kernel.
+fn pick_address(port: u16) -> Result<SocketAddr> {
+    let preferred = SocketAddr::from(([127, 0, 0, 1], port));
     if TcpListener::bind(preferred).is_ok() {
         return Ok(preferred);
     }

@@ -9,6 +9,7 @@
 //!   controllers.
 //! - [`server`]: the `berth-scheduler` service: store, gRPC API, scheduling loop.
 //! - [`perf`]: the in-process benchmark runner over the server's own loop and store.
+//! - [`web`]: the read-only web view (`--web-listen`).
 //! - [`admission`], [`cycle`], [`framework`], [`plugins`], [`profile`], [`queue`], [`sim`],
 //!   [`workloads`]: from `berth-core`.
 #![warn(missing_docs)]
@@ -21,3 +22,4 @@ pub use berth_core::{
 pub mod controllers;
 pub mod perf;
 pub mod server;
+pub mod web;

@@ -102,6 +102,10 @@ pub struct Args {
     /// --token-file a scrape needs a viewer or admin token); off when left out.
     #[arg(long, env = "BERTH_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Address to serve the read-only web view on (plain HTTP; with --token-file it asks
+    /// for a viewer or admin token); off when left out.
+    #[arg(long, env = "BERTH_WEB_LISTEN")]
+    pub web_listen: Option<SocketAddr>,
 }
 
 /// A rate: a finite number, zero or more.
@@ -321,6 +325,13 @@ pub async fn run(
         None => None,
     };
 
+    let web = match args.web_listen {
+        Some(addr) => Some(
+            crate::web::start(addr, store.clone(), security.auth.clone(), shutdown.clone()).await?,
+        ),
+        None => None,
+    };
+
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|source| ServeError::Bind {
@@ -377,6 +388,12 @@ pub async fn run(
         if let Err(e) = metrics_server.task.await {
             error!(error = %e, "the metrics server failed");
         }
+    }
+    if let Some(web) = web {
+        if let Err(e) = web.server.task.await {
+            error!(error = %e, "the web view's server failed");
+        }
+        join_loop("web view", web.thread).await;
     }
     // The loops hold event recorders and the writer: they must end before the writer can.
     for (name, thread) in [
