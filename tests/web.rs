@@ -18,7 +18,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use common::{free_port, pod_yaml, Security, TestCluster, TIMEOUT};
+use common::{free_port, http_get, pod_yaml, Security, TestCluster, TIMEOUT};
 use serde_json::{json, Value};
 
 const ADMIN: &str = "admin-web-51c3";
@@ -229,22 +229,6 @@ impl Drop for Browser {
     }
 }
 
-/// The status line of a plain `GET path` on the web view's port.
-fn status_of(port: u16, path: &str) -> String {
-    use std::io::Read;
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connecting");
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .expect("sending a request");
-    let mut reply = String::new();
-    stream
-        .read_to_string(&mut reply)
-        .expect("reading the reply");
-    reply.lines().next().unwrap_or_default().to_string()
-}
-
 /// The text of the element `selector`, as a JavaScript expression.
 fn text_of(selector: &str) -> String {
     format!("(document.querySelector({selector:?}) || {{textContent: ''}}).textContent")
@@ -392,10 +376,8 @@ fn the_web_view_shows_nodes_and_new_pods_live_in_a_real_browser() {
     eprintln!("screenshot of the web view: {}", path.display());
 
     // Without the session cookie or a token the view is refused.
-    assert_eq!(
-        status_of(web_port, "/api/view"),
-        "HTTP/1.1 401 Unauthorized"
-    );
+    let (code, _) = http_get(&format!("127.0.0.1:{web_port}"), "/api/view", None).expect("a GET");
+    assert_eq!(code, 401);
 
     // The page's stream is open; the scheduler must still stop promptly and cleanly.
     let status = cluster

@@ -1,12 +1,44 @@
 //! Serving a small HTTP router beside the gRPC server (the metrics endpoint, the web view):
-//! bound at startup, so that a bad address fails the start, then served until shutdown.
+//! bound at startup, so that a bad address fails the start, then served until shutdown; and
+//! the one token check of those read-only endpoints.
 
 use std::net::SocketAddr;
 
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
+use super::security::{Authenticator, Caller};
 use super::ServeError;
+
+/// The gRPC call whose permission the HTTP endpoints ask for when tokens are on: they show
+/// what a List may read, so viewers and admins may use them, node credentials may not.
+pub const READ_PERMISSION: &str = "/berth.v1.Berth/List";
+
+/// Checks an `authorization` header (`Bearer TOKEN`) for a viewer or admin token. A refusal
+/// is the HTTP answer to send: 401 for a missing or unknown token, 403 for a role that may
+/// not read, with the token check's message.
+pub fn check_read(
+    auth: &Authenticator,
+    authorization: Option<&[u8]>,
+) -> Result<Caller, Box<Response>> {
+    auth.check(authorization, READ_PERMISSION)
+        .map_err(|status| {
+            let code = match status.code() {
+                tonic::Code::PermissionDenied => StatusCode::FORBIDDEN,
+                _ => StatusCode::UNAUTHORIZED,
+            };
+            Box::new(
+                (
+                    code,
+                    [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                    format!("{}\n", status.message()),
+                )
+                    .into_response(),
+            )
+        })
+}
 
 /// An HTTP router being served on a bound address.
 #[derive(Debug)]

@@ -38,9 +38,6 @@ pub const NODES: &str = "berth_nodes";
 
 /// The Prometheus text format's content type.
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
-/// The gRPC call whose permission a scrape needs when tokens are on: viewers and admins
-/// may read the metrics, node credentials may not.
-const READ_PERMISSION: &str = "/berth.v1.Berth/List";
 /// How much a quantile summary remembers (its buckets roll off one at a time).
 const SUMMARY_WINDOW: (Duration, u32) = (Duration::from_secs(60), 5);
 
@@ -119,12 +116,8 @@ pub fn router(
         axum::routing::get(move |headers: http::HeaderMap| async move {
             if let Some(auth) = &auth {
                 let authorization = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
-                if let Err(status) = auth.check(authorization, READ_PERMISSION) {
-                    let code = match status.code() {
-                        tonic::Code::PermissionDenied => StatusCode::FORBIDDEN,
-                        _ => StatusCode::UNAUTHORIZED,
-                    };
-                    return (code, format!("{}\n", status.message())).into_response();
+                if let Err(refused) = super::http::check_read(auth, authorization) {
+                    return *refused;
                 }
             }
             let text = tokio::task::spawn_blocking(move || {

@@ -45,9 +45,6 @@ use view::History;
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(2);
 /// Shortest time between two published views, however fast the cluster changes.
 pub const PUBLISH_INTERVAL: Duration = Duration::from_millis(500);
-/// The gRPC call whose permission the web view asks for: it shows what a List may read, so
-/// viewers and admins may open it, node credentials may not.
-const READ_PERMISSION: &str = "/berth.v1.Berth/List";
 /// The cookie that carries a browser's session.
 const SESSION_COOKIE: &str = "berth_web_session";
 /// Most sessions kept; the oldest is forgotten first.
@@ -303,7 +300,7 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
         .and_then(|q| q.0.token);
     if let Some(token) = query_token {
         let header = format!("Bearer {token}");
-        return match auth.check(Some(header.as_bytes()), READ_PERMISSION) {
+        return match http::check_read(auth, Some(header.as_bytes())) {
             Ok(caller) => {
                 tracing::info!(user = %caller.name, "web view session opened");
                 let id = lock(&state.access.sessions).open(caller);
@@ -316,13 +313,13 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
                     .body(axum::body::Body::empty())
                     .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
             }
-            Err(status) => refuse(&status),
+            Err(refused) => *refused,
         };
     }
     if let Some(authorization) = request.headers().get(header::AUTHORIZATION) {
-        return match auth.check(Some(authorization.as_bytes()), READ_PERMISSION) {
+        return match http::check_read(auth, Some(authorization.as_bytes())) {
             Ok(_) => next.run(request).await,
-            Err(status) => refuse(&status),
+            Err(refused) => *refused,
         };
     }
     let session = session_id(request.headers())
@@ -344,22 +341,6 @@ fn lock(sessions: &Mutex<Sessions>) -> std::sync::MutexGuard<'_, Sessions> {
     sessions
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The HTTP answer to a refused token: 401 for a missing or unknown one, 403 for a role
-/// that may not read.
-fn refuse(status: &tonic::Status) -> Response {
-    let code = if status.code() == tonic::Code::PermissionDenied {
-        StatusCode::FORBIDDEN
-    } else {
-        StatusCode::UNAUTHORIZED
-    };
-    (
-        code,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        format!("{}\n", status.message()),
-    )
-        .into_response()
 }
 
 /// The session id of the request's cookie, if any.
