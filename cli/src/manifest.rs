@@ -15,7 +15,7 @@ pub const STDIN_SOURCE: &str = "<stdin>";
 
 /// Kinds that manifests may carry, as written in `kind:`, for error messages.
 const SUPPORTED_KINDS: &str = "Pod, Node, PriorityClass, Namespace, RuntimeClass, \
-     PodDisruptionBudget, Deployment, ReplicaSet, DaemonSet, ResourceQuota";
+     PodDisruptionBudget, Deployment, ReplicaSet, DaemonSet, ResourceQuota, Job";
 
 /// One object read from a manifest.
 #[derive(Clone, Debug, PartialEq)]
@@ -479,6 +479,7 @@ fn known_kind(kind: &str) -> Option<Kind> {
         "ReplicaSet" => Some(Kind::ReplicaSet),
         "DaemonSet" => Some(Kind::DaemonSet),
         "ResourceQuota" => Some(Kind::ResourceQuota),
+        "Job" => Some(Kind::Job),
         _ => None,
     }
 }
@@ -577,7 +578,7 @@ mod tests {
             Case {
                 name: "unknown kind",
                 text: "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n",
-                want: &["pod.yaml: document 1 (Service web): kind \"Service\" is not supported by Berth (supported kinds: Pod, Node, PriorityClass, Namespace, RuntimeClass, PodDisruptionBudget, Deployment, ReplicaSet, DaemonSet, ResourceQuota)"],
+                want: &["pod.yaml: document 1 (Service web): kind \"Service\" is not supported by Berth (supported kinds: Pod, Node, PriorityClass, Namespace, RuntimeClass, PodDisruptionBudget, Deployment, ReplicaSet, DaemonSet, ResourceQuota, Job)"],
             },
             Case {
                 name: "missing kind",

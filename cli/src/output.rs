@@ -299,6 +299,7 @@ pub fn kind_display(kind: Kind) -> &'static str {
         Kind::ReplicaSet => "replicaset.apps",
         Kind::DaemonSet => "daemonset.apps",
         Kind::ResourceQuota => "resourcequota",
+        Kind::Job => "job.batch",
     }
 }
 

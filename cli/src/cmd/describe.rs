@@ -1,4 +1,4 @@
-//! `berth describe pod|node|priorityclass [NAME...]`: kubectl-style detail of objects, with
+//! `berth describe pod|node|priorityclass|job [NAME...]`: kubectl-style detail of objects, with
 //! the events about them (for a pending pod, the FailedScheduling event says why) and, for a
 //! node, the pods on it and what they request of its allocatable resources.
 
@@ -112,6 +112,13 @@ pub async fn run(args: DescribeArgs, ctx: &mut Context<'_>) -> anyhow::Result<()
                 )
             }
             Object::PriorityClass(pc) => describe_priority_class(pc),
+            Object::Job(job) => {
+                let events = client
+                    .list(Kind::Event, &job.metadata.namespace, "", "")
+                    .await?;
+                let events = events_about(&events, "Job", &job.metadata);
+                super::job::describe_job(job, &events, now)
+            }
             Object::Event(_) => continue,
             Object::Namespace(_)
             | Object::RuntimeClass(_)
@@ -154,7 +161,7 @@ fn events_about(
             let r = &e.involved_object;
             r.kind == kind
                 && r.name == meta.name
-                && (kind != "Pod" || r.namespace == meta.namespace)
+                && (meta.namespace.is_empty() || r.namespace == meta.namespace)
                 && (r.uid.is_empty() || meta.uid.is_empty() || r.uid == meta.uid)
         })
         .cloned()
@@ -168,7 +175,7 @@ fn events_about(
 }
 
 /// `key=value` lines under a label (`Labels:`, `Node-Selectors:`), or `<none>`.
-fn write_map(out: &mut String, title: &str, map: &StringMap) {
+pub(super) fn write_map(out: &mut String, title: &str, map: &StringMap) {
     write_lines(
         out,
         title,
@@ -196,7 +203,7 @@ fn time_or_none(time: Option<&Time>) -> String {
 }
 
 /// The `Events:` section.
-fn write_events(out: &mut String, events: &[Event], now: SystemTime) {
+pub(super) fn write_events(out: &mut String, events: &[Event], now: SystemTime) {
     if events.is_empty() {
         out.push_str("Events:\t<none>\n");
         return;
@@ -232,7 +239,7 @@ fn write_events(out: &mut String, events: &[Event], now: SystemTime) {
     }
 }
 
-fn write_container(out: &mut String, pod: &Pod, c: &Container) {
+pub(super) fn write_container(out: &mut String, pod: &Pod, c: &Container) {
     let _ = writeln!(out, "  {}:", c.name);
     let _ = writeln!(
         out,
@@ -427,7 +434,7 @@ pub fn describe_pod(pod: &Pod, events: &[Event], now: SystemTime) -> String {
 }
 
 /// A label selector as kubectl prints one: `app=web,tier in (a,b)`.
-fn format_label_selector(selector: &berth_proto::model::LabelSelector) -> String {
+pub(super) fn format_label_selector(selector: &berth_proto::model::LabelSelector) -> String {
     use berth_proto::model::LabelSelectorOperator as Op;
     let mut parts: Vec<String> = selector
         .match_labels

@@ -43,6 +43,7 @@ fn supported_fields(kind: Kind) -> &'static [&'static str] {
         | Kind::ReplicaSet
         | Kind::DaemonSet
         | Kind::ResourceQuota => &["metadata.name", "metadata.namespace"],
+        Kind::Job => &["metadata.name", "metadata.namespace", "status.successful"],
         Kind::Event => &[
             "metadata.name",
             "metadata.namespace",
@@ -160,6 +161,10 @@ fn field_value(object: &Object, field: &str) -> Option<String> {
         | Object::ReplicaSet(_)
         | Object::DaemonSet(_)
         | Object::ResourceQuota(_) => None,
+        Object::Job(job) => match field {
+            "status.successful" => Some(job.status.succeeded.to_string()),
+            _ => None,
+        },
         Object::Event(event) => Some(match field {
             "involvedObject.kind" => event.involved_object.kind.clone(),
             "involvedObject.namespace" => event.involved_object.namespace.clone(),

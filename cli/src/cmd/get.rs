@@ -407,6 +407,17 @@ pub fn table(kind: Kind, objects: &[Object], options: TableOptions, now: SystemT
         ],
         Kind::ReplicaSet | Kind::DaemonSet => &["NAME", "DESIRED", "CURRENT", "READY", "AGE"],
         Kind::ResourceQuota => &["NAME", "AGE", "REQUEST", "LIMIT"],
+        Kind::Job if options.wide => &[
+            "NAME",
+            "STATUS",
+            "COMPLETIONS",
+            "DURATION",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR",
+        ],
+        Kind::Job => &["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"],
     };
     header.extend_from_slice(columns);
     if options.show_labels {
@@ -432,9 +443,10 @@ pub fn table(kind: Kind, objects: &[Object], options: TableOptions, now: SystemT
             Object::Namespace(ns) => namespace_row(&mut row, name, ns, now),
             Object::RuntimeClass(rc) => runtime_class_row(&mut row, name, rc, now),
             Object::PodDisruptionBudget(pdb) => pdb_row(&mut row, name, pdb, now),
-            Object::Deployment(_) | Object::ReplicaSet(_) | Object::DaemonSet(_) => {
-                workload_row(&mut row, name, object, options.wide, now)
-            }
+            Object::Deployment(_)
+            | Object::ReplicaSet(_)
+            | Object::DaemonSet(_)
+            | Object::Job(_) => workload_row(&mut row, name, object, options.wide, now),
             Object::ResourceQuota(q) => quota_row(&mut row, name, q, now),
         }
         if options.show_labels {
@@ -562,7 +574,8 @@ fn selector_cell(selector: Option<&LabelSelector>) -> String {
 }
 
 /// The row of a Deployment (`READY UP-TO-DATE AVAILABLE`), ReplicaSet (`DESIRED CURRENT
-/// READY`) or DaemonSet (`DESIRED CURRENT READY`), then `AGE`, and with `wide` the columns
+/// READY`), DaemonSet (`DESIRED CURRENT READY`) or Job (`STATUS COMPLETIONS DURATION`),
+/// then `AGE`, and with `wide` the columns
 /// `CONTAINERS IMAGES SELECTOR`. Other kinds add no cells.
 fn workload_row(row: &mut Vec<String>, name: String, object: &Object, wide: bool, now: SystemTime) {
     let (counts, template, selector) = match object {
@@ -587,6 +600,11 @@ fn workload_row(row: &mut Vec<String>, name: String, object: &Object, wide: bool
             let cells = [desired, current, s.number_ready].map(|n| n.to_string());
             (cells, &ds.spec.template, ds.spec.selector.as_ref())
         }
+        Object::Job(job) => (
+            super::job::job_cells(job, now),
+            &job.spec.template,
+            job.spec.selector.as_ref(),
+        ),
         _ => return,
     };
     row.push(name);

@@ -9,6 +9,7 @@ pub mod drain;
 pub mod evict;
 pub mod fields;
 pub mod get;
+pub mod job;
 pub mod label;
 pub mod logs;
 pub mod scale;

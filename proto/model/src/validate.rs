@@ -26,6 +26,9 @@ use crate::model::{
 };
 use crate::quantity::Quantity;
 
+mod job;
+pub use job::{validate_job, MAX_INDEXED_COMPLETIONS};
+
 /// Longest object name (a DNS subdomain), in characters.
 pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
 /// Longest DNS label (namespace and container names), in characters.
@@ -1839,6 +1842,7 @@ pub fn validate_object(obj: &Object) -> Result<(), ValidationErrors> {
         Object::ReplicaSet(r) => validate_replica_set(r),
         Object::DaemonSet(d) => validate_daemon_set(d),
         Object::ResourceQuota(q) => validate_resource_quota(q),
+        Object::Job(j) => validate_job(j),
     }
 }
 

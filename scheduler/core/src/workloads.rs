@@ -1,5 +1,6 @@
 //! What the workload controllers create, as pure functions: a Deployment's ReplicaSet, a
-//! ReplicaSet's pods, a DaemonSet's pod for one node and whether a node should run it. `berth
+//! ReplicaSet's pods, a DaemonSet's pod for one node and whether a node should run it, a
+//! Job's pods. `berth
 //! sim` expands workloads with them, and the live controllers build on the same functions.
 //!
 //! Names follow kube's controllers: a Deployment's ReplicaSet is `<deployment>-<hash>` where
@@ -12,9 +13,10 @@
 //! as stable (same template, same hash) but differs from the one kube would print.
 
 use berth_model::model::{
-    Affinity, DaemonSet, Deployment, Node, NodeAffinity, NodeSelector, NodeSelectorOperator,
-    NodeSelectorRequirement, NodeSelectorTerm, ObjectMeta, OwnerReference, Pod, PodSpec,
-    PodTemplateSpec, ReplicaSet, ReplicaSetSpec, TaintEffect, Toleration, TolerationOperator,
+    Affinity, CompletionMode, DaemonSet, Deployment, EnvVar, Job, Node, NodeAffinity, NodeSelector,
+    NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, ObjectMeta, OwnerReference,
+    Pod, PodSpec, PodTemplateSpec, ReplicaSet, ReplicaSetSpec, TaintEffect, Toleration,
+    TolerationOperator, ENV_JOB_COMPLETION_INDEX, JOB_COMPLETION_INDEX, JOB_TRACKING_FINALIZER,
 };
 use berth_model::names;
 use rand::Rng;
@@ -34,6 +36,8 @@ pub const NAME_SUFFIX_LENGTH: usize = 5;
 
 /// apiVersion of the workload kinds in owner references.
 const APPS_V1: &str = "apps/v1";
+/// apiVersion of Jobs in owner references.
+const BATCH_V1: &str = "batch/v1";
 
 /// Taints every DaemonSet pod tolerates (kube's `AddOrUpdateDaemonPodTolerations`): node
 /// problems must not evict or keep out the per-node daemons. The network-unavailable
@@ -81,15 +85,16 @@ pub fn random_suffix(rng: &mut impl Rng) -> String {
         .collect()
 }
 
-/// A controller owner reference to a workload object.
+/// A controller owner reference to a workload object (kube's `NewControllerRef`:
+/// controller and blockOwnerDeletion both true).
 fn controller_ref(kind: &str, meta: &ObjectMeta) -> OwnerReference {
     OwnerReference {
-        api_version: APPS_V1.to_string(),
+        api_version: if kind == "Job" { BATCH_V1 } else { APPS_V1 }.to_string(),
         kind: kind.to_string(),
         name: meta.name.clone(),
         uid: meta.uid.clone(),
         controller: Some(true),
-        block_owner_deletion: None,
+        block_owner_deletion: Some(true),
     }
 }
 
@@ -170,6 +175,72 @@ pub fn pods_for_replica_set(rs: &ReplicaSet, count: usize, rng: &mut impl Rng) -
         }
     }
     pods
+}
+
+/// A pod of a Job, as kube's job controller creates it: the template (whose labels carry
+/// the job-name and controller-uid labels) with the `batch.kubernetes.io/job-tracking`
+/// finalizer, controlled by the Job, named from `generateName` `<job>-` plus a random
+/// suffix. For an Indexed Job, `index` adds the completion-index annotation and label, the
+/// `JOB_COMPLETION_INDEX` variable in every container, and the name `<job>-<index>-...`.
+pub fn job_pod(job: &Job, index: Option<i32>, rng: &mut impl Rng) -> Pod {
+    let prefix = match index {
+        Some(i) => format!("{}-{i}-", job.metadata.name),
+        None => format!("{}-", job.metadata.name),
+    };
+    let name = format!("{prefix}{}", random_suffix(rng));
+    let mut pod = pod_from_template(&job.spec.template, name, "Job", &job.metadata);
+    pod.metadata.generate_name = prefix;
+    if !pod
+        .metadata
+        .finalizers
+        .iter()
+        .any(|f| f == JOB_TRACKING_FINALIZER)
+    {
+        pod.metadata
+            .finalizers
+            .push(JOB_TRACKING_FINALIZER.to_string());
+    }
+    if let Some(i) = index {
+        let value = i.to_string();
+        pod.metadata
+            .annotations
+            .insert(JOB_COMPLETION_INDEX.to_string(), value.clone());
+        pod.metadata
+            .labels
+            .insert(JOB_COMPLETION_INDEX.to_string(), value.clone());
+        let spec = &mut pod.spec;
+        for c in spec
+            .init_containers
+            .iter_mut()
+            .chain(spec.containers.iter_mut())
+        {
+            if !c.env.iter().any(|e| e.name == ENV_JOB_COMPLETION_INDEX) {
+                c.env.push(EnvVar {
+                    name: ENV_JOB_COMPLETION_INDEX.to_string(),
+                    value: value.clone(),
+                    value_from: None,
+                });
+            }
+        }
+    }
+    pod
+}
+
+/// The pods a Job starts with (what `berth sim` places): `min(parallelism, completions)`
+/// of them, none while suspended; an Indexed Job's get the indexes from 0 up.
+pub fn first_job_pods(job: &Job, rng: &mut impl Rng) -> Vec<Pod> {
+    if job.spec.is_suspended() {
+        return Vec::new();
+    }
+    let parallelism = job.spec.parallelism().max(0);
+    let count = job
+        .spec
+        .completions()
+        .map_or(parallelism, |c| c.max(0).min(parallelism));
+    let indexed = job.spec.completion_mode() == CompletionMode::Indexed;
+    (0..count)
+        .map(|i| job_pod(job, indexed.then_some(i), rng))
+        .collect()
 }
 
 /// Adds the tolerations every DaemonSet pod has (kube's `AddOrUpdateDaemonPodTolerations`):
@@ -651,6 +722,83 @@ spec:
                 "{}",
                 case.name
             );
+        }
+    }
+
+    #[test]
+    fn job_pods_are_stamped_as_kube_s_job_controller_does() {
+        // (case, spec, want pod names' prefixes, want indexes)
+        let cases: [(&str, &str, &[&str], &[Option<&str>]); 4] = [
+            (
+                "non-indexed, capped by parallelism",
+                "completions: 5\n  parallelism: 2",
+                &["pi-", "pi-"],
+                &[None, None],
+            ),
+            (
+                "indexed, capped by completions",
+                "completions: 2\n  parallelism: 3\n  completionMode: Indexed",
+                &["pi-0-", "pi-1-"],
+                &[Some("0"), Some("1")],
+            ),
+            (
+                "work queue",
+                "parallelism: 3",
+                &["pi-", "pi-", "pi-"],
+                &[None, None, None],
+            ),
+            ("suspended", "completions: 2\n  suspend: true", &[], &[]),
+        ];
+        for (name, spec, prefixes, indexes) in cases {
+            let yaml = format!(
+                "metadata: {{name: pi, namespace: ns, uid: u1}}\nspec:\n  {spec}\n  template:\n    spec: {{restartPolicy: Never, containers: [{{name: c}}]}}\n"
+            );
+            let mut job: Job = serde_yaml_ng::from_str(&yaml).expect(name);
+            job.generate_selector();
+            let pods = first_job_pods(&job, &mut SmallRng::seed_from_u64(1));
+            let got: Vec<&str> = pods
+                .iter()
+                .map(|p| p.metadata.generate_name.as_str())
+                .collect();
+            assert_eq!(got, prefixes, "{name}");
+            for (pod, index) in pods.iter().zip(indexes.iter()) {
+                assert!(
+                    pod.metadata.name.starts_with(&pod.metadata.generate_name),
+                    "{name}"
+                );
+                assert_eq!(
+                    pod.metadata.finalizers,
+                    vec![JOB_TRACKING_FINALIZER],
+                    "{name}"
+                );
+                assert_eq!(pod.metadata.labels["batch.kubernetes.io/job-name"], "pi");
+                assert_eq!(pod.metadata.labels["controller-uid"], "u1");
+                let owner = &pod.metadata.owner_references[0];
+                assert_eq!(
+                    (owner.api_version.as_str(), owner.kind.as_str()),
+                    ("batch/v1", "Job")
+                );
+                assert_eq!(
+                    (owner.controller, owner.block_owner_deletion),
+                    (Some(true), Some(true))
+                );
+                let env: Vec<(&str, &str)> = pod.spec.containers[0]
+                    .env
+                    .iter()
+                    .map(|e| (e.name.as_str(), e.value.as_str()))
+                    .collect();
+                match index {
+                    Some(i) => {
+                        assert_eq!(pod.metadata.annotations[JOB_COMPLETION_INDEX], *i, "{name}");
+                        assert_eq!(pod.metadata.labels[JOB_COMPLETION_INDEX], *i, "{name}");
+                        assert_eq!(env, [(ENV_JOB_COMPLETION_INDEX, *i)], "{name}");
+                    }
+                    None => {
+                        assert!(!pod.metadata.annotations.contains_key(JOB_COMPLETION_INDEX));
+                        assert!(env.is_empty(), "{name}");
+                    }
+                }
+            }
         }
     }
 }

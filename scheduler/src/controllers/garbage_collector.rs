@@ -1,10 +1,10 @@
 //! Garbage collection by ownerReferences (kube's background cascading deletion): when a
-//! Deployment, ReplicaSet or DaemonSet is deleted, the objects it owns are deleted too, and
+//! Deployment, ReplicaSet, DaemonSet or Job is deleted, the objects it owns are deleted too, and
 //! theirs in turn (a Deployment's ReplicaSets, then their pods).
 //!
 //! A dependent goes once every owner it names is absent: no object of that kind, namespace
 //! and name, or one with another uid. Only owners of kinds Berth stores are judged; a
-//! reference to another kind (a Job, a StatefulSet) or without a uid keeps the dependent.
+//! reference to another kind (a StatefulSet, a CronJob) or without a uid keeps the dependent.
 
 use berth_proto::model::{Kind, Object, ObjectKey, OwnerReference};
 use berth_store::{Op, Precondition};
@@ -18,6 +18,7 @@ fn owner_kind(reference: &OwnerReference) -> Option<Kind> {
         "Deployment" => Some(Kind::Deployment),
         "ReplicaSet" => Some(Kind::ReplicaSet),
         "DaemonSet" => Some(Kind::DaemonSet),
+        "Job" => Some(Kind::Job),
         _ => None,
     }
 }

@@ -1,4 +1,4 @@
-//! The live cluster's controllers: ReplicaSets, Deployments, DaemonSets, garbage collection
+//! The live cluster's controllers: ReplicaSets, Deployments, DaemonSets, Jobs, garbage collection
 //! by ownerReferences and PodDisruptionBudget status, run by one [`ControllerManager`] over
 //! a cache of the store.
 //!
@@ -27,6 +27,7 @@
 //! - [`deployment`]: one ReplicaSet per template, rolled as kube's RollingUpdate (or
 //!   Recreate) strategy does.
 //! - [`daemonset`]: one pod per eligible node, placed through the scheduler.
+//! - [`job`]: runs each Job's pods to completion, and deletes finished Jobs after their TTL.
 //! - [`garbage_collector`]: deletes the dependents of deleted owners (background cascade).
 //! - [`disruption`]: PodDisruptionBudget status, as kube's disruption controller keeps it.
 
@@ -34,6 +35,7 @@ pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
 pub mod garbage_collector;
+pub mod job;
 pub mod replicaset;
 
 use std::sync::Arc;
@@ -51,13 +53,14 @@ use crate::server::informer::{self, Event, Reflector, Watcher, WorkQueue};
 use crate::server::writer::Writer;
 
 /// The kinds the controllers read.
-const WATCHED: [Kind; 6] = [
+const WATCHED: [Kind; 7] = [
     Kind::Pod,
     Kind::Node,
     Kind::Deployment,
     Kind::ReplicaSet,
     Kind::DaemonSet,
     Kind::PodDisruptionBudget,
+    Kind::Job,
 ];
 
 /// How long the manager waits after a change for the rest of its commit (and any burst of
@@ -100,6 +103,8 @@ pub enum Work {
     ReplicaSet(String, String),
     /// Reconcile a DaemonSet (namespace, name).
     DaemonSet(String, String),
+    /// Reconcile a Job (namespace, name).
+    Job(String, String),
     /// Recount a PodDisruptionBudget (namespace, name).
     Budget(String, String),
     /// Delete the dependents of a removed owner (its uid).
@@ -156,6 +161,10 @@ pub struct ControllerManager {
     pub events: EventRecorder,
     /// Settings of the admission of the pods controllers create.
     pub admission: crate::admission::AdmissionConfig,
+    /// Events of the job controller (reported as `job-controller`, as kube's).
+    pub job_events: EventRecorder,
+    /// What the job controller remembers between syncs.
+    pub jobs: job::JobMemory,
 }
 
 impl ControllerManager {
@@ -167,8 +176,10 @@ impl ControllerManager {
             cache: Cache::new().with_owner_index(),
             queue: WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY),
             rng: SmallRng::from_rng(&mut rand::rng()),
+            job_events: EventRecorder::new(writer.clone(), "job-controller"),
             events: EventRecorder::new(writer, "controller-manager"),
             admission: Default::default(),
+            jobs: job::JobMemory::default(),
         }
     }
 
@@ -235,6 +246,7 @@ impl ControllerManager {
             Kind::ReplicaSet,
             Kind::DaemonSet,
             Kind::PodDisruptionBudget,
+            Kind::Job,
         ] {
             let work: Vec<Work> = self
                 .cache
@@ -266,6 +278,12 @@ impl ControllerManager {
                         }
                         "DaemonSet" => {
                             self.queue.add(Work::DaemonSet(ns.clone(), r.name.clone()));
+                        }
+                        "Job" => {
+                            if deleted {
+                                self.jobs.pod_deleted(&r.uid, pod);
+                            }
+                            self.queue.add(Work::Job(ns.clone(), r.name.clone()));
                         }
                         _ => {}
                     }
@@ -300,6 +318,14 @@ impl ControllerManager {
                     .map(|o| Work::DaemonSet(o.meta().namespace.clone(), o.meta().name.clone()))
                     .collect();
                 self.queue.extend(all);
+            }
+            Object::Job(_) => {
+                if deleted {
+                    self.jobs.job_deleted(&meta.uid);
+                    self.queue.add(Work::Orphans(meta.uid.clone()));
+                } else {
+                    self.queue.add(Work::Job(ns, meta.name.clone()));
+                }
             }
             Object::Deployment(_) | Object::ReplicaSet(_) | Object::DaemonSet(_) => {
                 if deleted {
@@ -336,6 +362,7 @@ impl ControllerManager {
                 Work::Deployment(ns, name) => deployment::reconcile(self, ns, name),
                 Work::ReplicaSet(ns, name) => replicaset::reconcile(self, ns, name),
                 Work::DaemonSet(ns, name) => daemonset::reconcile(self, ns, name),
+                Work::Job(ns, name) => job::reconcile(self, ns, name),
                 Work::Budget(ns, name) => disruption::reconcile(self, ns, name),
                 Work::Orphans(uid) => garbage_collector::collect_dependents(self, uid),
                 Work::OrphanScan => garbage_collector::scan(self),
@@ -402,6 +429,7 @@ fn work_for(kind: Kind, namespace: &str, name: &str) -> Work {
         Kind::Deployment => Work::Deployment(ns, name),
         Kind::ReplicaSet => Work::ReplicaSet(ns, name),
         Kind::DaemonSet => Work::DaemonSet(ns, name),
+        Kind::Job => Work::Job(ns, name),
         _ => Work::Budget(ns, name),
     }
 }

@@ -50,6 +50,9 @@ pub fn admit_with(
         context: describe(&obj),
         source,
     })?;
+    if let Object::Job(job) = &mut obj {
+        job.spec.set_defaults();
+    }
     if let Object::Pod(pod) = &mut obj {
         let classes = classes(store, pending)?;
         rules::mutate(pod, &classes, config).map_err(|e| match e {
@@ -221,6 +224,69 @@ pub enum ApplyAction {
     Configured,
 }
 
+/// What the API server does to an admitted object that is new, before it is stored: a Job
+/// gets its uid now and, unless `manualSelector` is true, its generated selector and pod
+/// labels ([`berth_proto::model::Job::generate_selector`]).
+pub fn prepare_create(mut obj: Object) -> Object {
+    if let Object::Job(job) = &mut obj {
+        if job.metadata.uid.is_empty() {
+            job.metadata.uid = uuid::Uuid::new_v4().to_string();
+        }
+        job.generate_selector();
+    }
+    obj
+}
+
+/// Keeps what a re-applied Job may not change: its status (the job controller's), its
+/// generated selector and pod labels; refuses a change of the fields kube makes immutable
+/// (selector, template, completions, completionMode).
+fn merge_job(old: &berth_proto::model::Job, new: &mut berth_proto::model::Job) -> Result<()> {
+    new.status = old.status.clone();
+    if !new.has_manual_selector() {
+        new.spec.selector = new
+            .spec
+            .selector
+            .take()
+            .or_else(|| old.spec.selector.clone());
+        if let Some(selector) = &mut new.spec.selector {
+            for (k, v) in &old.spec.selector.clone().unwrap_or_default().match_labels {
+                selector.match_labels.entry(k.clone()).or_insert(v.clone());
+            }
+        }
+        let mut generated = new.clone();
+        generated.metadata.uid = old.metadata.uid.clone();
+        let labels = generated.generated_labels();
+        for (k, v) in labels {
+            new.spec.template.metadata.labels.entry(k).or_insert(v);
+        }
+    }
+    let immutable = [
+        ("spec.selector", old.spec.selector != new.spec.selector),
+        ("spec.template", old.spec.template != new.spec.template),
+        (
+            "spec.completions",
+            old.spec.completions != new.spec.completions,
+        ),
+        (
+            "spec.completionMode",
+            old.spec.completion_mode != new.spec.completion_mode,
+        ),
+    ];
+    let errors: Vec<validate::FieldError> = immutable
+        .into_iter()
+        .filter(|(_, changed)| *changed)
+        .map(|(path, _)| validate::FieldError::new(path, "field is immutable"))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Invalid {
+            context: format!("job {:?}", new.metadata.name),
+            source: validate::ValidationErrors(errors),
+        })
+    }
+}
+
 /// Merges a re-applied object into the stored one, as the API server's update rules allow,
 /// and says whether anything changed. The server owns uid, creationTimestamp, status and a
 /// pod's binding; a pod's spec may change only in its scheduling gates (which may only be
@@ -306,6 +372,7 @@ pub fn merge_update(stored: &Object, incoming: Object) -> Result<(Object, ApplyA
             new.status = old.status.clone()
         }
         (Object::ResourceQuota(old), Object::ResourceQuota(new)) => new.status = old.status.clone(),
+        (Object::Job(old), Object::Job(new)) => merge_job(old, new)?,
         _ => {}
     }
     let mut unchanged = stored.clone();
@@ -741,5 +808,81 @@ mod workload_status_tests {
             panic!("the kind changed")
         };
         assert_eq!(merged.status.replicas, 3);
+    }
+}
+
+#[cfg(test)]
+mod job_tests {
+    use super::*;
+    use berth_proto::model::Job;
+
+    const JOB: &str = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: pi, namespace: default}\nspec:\n  completions: 3\n  template:\n    spec: {restartPolicy: Never, containers: [{name: c, image: perl}]}\n";
+
+    fn stored() -> Job {
+        let manifest: Job = serde_yaml_ng::from_str(JOB).expect("a valid Job");
+        let mut job = manifest;
+        job.spec.set_defaults();
+        let Object::Job(mut job) = prepare_create(Object::Job(job)) else {
+            panic!("the kind changed")
+        };
+        job.status.succeeded = 2;
+        job
+    }
+
+    #[test]
+    fn a_new_job_gets_a_uid_and_its_generated_selector() {
+        let job = stored();
+        assert!(!job.metadata.uid.is_empty());
+        let selector = job.spec.selector.as_ref().expect("generated");
+        assert_eq!(
+            selector.match_labels["batch.kubernetes.io/controller-uid"],
+            job.metadata.uid
+        );
+        assert!(selector.matches(&job.spec.template.metadata.labels));
+        assert_eq!(job.spec.template.metadata.labels["job-name"], "pi");
+        validate::validate_job(&job).expect("the stored form validates");
+    }
+
+    #[test]
+    fn reapplying_a_job_keeps_status_and_refuses_immutable_changes() {
+        // (case, edit of the re-applied manifest, want: None for unchanged, else the error)
+        type Edit = fn(&mut Job);
+        let cases: [(&str, Edit, Option<&str>); 4] = [
+            ("same manifest", |_| {}, None),
+            (
+                "suspend may change",
+                |j| j.spec.suspend = Some(true),
+                Some(""),
+            ),
+            (
+                "template is immutable",
+                |j| j.spec.template.spec.containers[0].image = "python".into(),
+                Some("spec.template: field is immutable"),
+            ),
+            (
+                "completions is immutable",
+                |j| j.spec.completions = Some(4),
+                Some("spec.completions: field is immutable"),
+            ),
+        ];
+        for (name, edit, want) in cases {
+            let mut manifest: Job = serde_yaml_ng::from_str(JOB).expect("a valid Job");
+            manifest.spec.set_defaults();
+            edit(&mut manifest);
+            let result = merge_update(&Object::Job(stored()), Object::Job(manifest));
+            match (want, result) {
+                (None, Ok((Object::Job(merged), action))) => {
+                    assert_eq!(action, ApplyAction::Unchanged, "{name}");
+                    assert_eq!(merged.status.succeeded, 2, "{name}");
+                }
+                (Some(""), Ok((_, action))) => {
+                    assert_eq!(action, ApplyAction::Configured, "{name}")
+                }
+                (Some(message), Err(e)) if !message.is_empty() => {
+                    assert!(e.to_string().contains(message), "{name}: {e}")
+                }
+                (_, other) => panic!("{name}: {other:?}"),
+            }
+        }
     }
 }

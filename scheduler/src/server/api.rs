@@ -99,7 +99,7 @@ impl ApiService {
                 )));
             }
             let (op, action) = match self.store.get(&key)? {
-                None => (Op::Create(obj), "created"),
+                None => (Op::Create(admission::prepare_create(obj)), "created"),
                 Some(stored) => {
                     let requested_rv = obj.meta().resource_version.clone();
                     let (merged, action) = admission::merge_update(&stored, obj)?;

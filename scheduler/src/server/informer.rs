@@ -622,6 +622,15 @@ impl<K: Ord + Hash + Clone> WorkQueue<K> {
         self.ready.extend(keys);
     }
 
+    /// Queues a key to become ready at `at` (kube's `AddAfter`); a retry or wait already
+    /// due earlier is kept.
+    pub fn add_at(&mut self, key: K, at: Instant) {
+        let due = self.retries.entry(key).or_insert(at);
+        if at < *due {
+            *due = at;
+        }
+    }
+
     /// Takes the first ready key.
     pub fn pop(&mut self) -> Option<K> {
         self.ready.pop_first()

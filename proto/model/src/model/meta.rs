@@ -40,9 +40,10 @@ pub struct ObjectMeta {
     /// Objects that own this one (a ReplicaSet owns its pods).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub owner_references: Vec<OwnerReference>,
-    /// Accepted and ignored.
-    #[serde(skip_serializing)]
-    pub finalizers: Ignored,
+    /// Finalizers, kept as written (the job controller's `batch.kubernetes.io/job-tracking`
+    /// marks the pods it has not counted yet). Berth does not hold a deletion for them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub finalizers: Vec<String>,
     /// Accepted and ignored.
     #[serde(skip_serializing)]
     pub managed_fields: Ignored,
@@ -74,9 +75,10 @@ pub struct OwnerReference {
     /// Whether the owner is the managing controller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller: Option<bool>,
-    /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
-    pub block_owner_deletion: Ignored,
+    /// Whether the owner may not be deleted in the foreground before this object; set by
+    /// the controllers as kube's do, and otherwise not acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_owner_deletion: Option<bool>,
 }
 
 /// A point in time, written as RFC 3339 (`2026-11-30T03:31:56Z`) like Kubernetes' `Time`.

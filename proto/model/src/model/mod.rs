@@ -7,6 +7,7 @@
 //! their content is dropped.
 
 mod apps;
+mod batch;
 mod event;
 mod int_or_string;
 mod meta;
@@ -21,6 +22,7 @@ mod runtime_class;
 mod scheduling;
 
 pub use apps::*;
+pub use batch::*;
 pub use event::*;
 pub use int_or_string::*;
 pub use meta::*;

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{
-    DaemonSet, Deployment, Event, Namespace, Node, ObjectMeta, Pod, PodDisruptionBudget,
+    DaemonSet, Deployment, Event, Job, Namespace, Node, ObjectMeta, Pod, PodDisruptionBudget,
     PriorityClass, ReplicaSet, ResourceQuota, RuntimeClass,
 };
 
@@ -33,11 +33,13 @@ pub enum Kind {
     DaemonSet,
     /// `v1/ResourceQuota`, namespaced.
     ResourceQuota,
+    /// `batch/v1` Job, namespaced.
+    Job,
 }
 
 impl Kind {
     /// Every kind, in a fixed order (the store opens one tree per entry).
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Pod,
         Kind::Node,
         Kind::PriorityClass,
@@ -49,6 +51,7 @@ impl Kind {
         Kind::ReplicaSet,
         Kind::DaemonSet,
         Kind::ResourceQuota,
+        Kind::Job,
     ];
 
     /// The kind's name as in manifests.
@@ -65,6 +68,7 @@ impl Kind {
             Kind::ReplicaSet => "ReplicaSet",
             Kind::DaemonSet => "DaemonSet",
             Kind::ResourceQuota => "ResourceQuota",
+            Kind::Job => "Job",
         }
     }
 
@@ -83,6 +87,7 @@ impl Kind {
             Kind::ReplicaSet => "replicasets",
             Kind::DaemonSet => "daemonsets",
             Kind::ResourceQuota => "resourcequotas",
+            Kind::Job => "jobs",
         }
     }
 
@@ -94,6 +99,7 @@ impl Kind {
             Kind::RuntimeClass => "node.k8s.io/v1",
             Kind::PodDisruptionBudget => "policy/v1",
             Kind::Deployment | Kind::ReplicaSet | Kind::DaemonSet => "apps/v1",
+            Kind::Job => "batch/v1",
         }
     }
 
@@ -106,14 +112,15 @@ impl Kind {
             | Kind::Deployment
             | Kind::ReplicaSet
             | Kind::DaemonSet
-            | Kind::ResourceQuota => true,
+            | Kind::ResourceQuota
+            | Kind::Job => true,
             Kind::Node | Kind::PriorityClass | Kind::Namespace | Kind::RuntimeClass => false,
         }
     }
 
     /// Parses a kind as kubectl accepts it on the command line, case-insensitive: the
     /// singular, the plural, and the short name where kubectl has one (`po`, `no`, `pc`,
-    /// `ev`, `ns`, `pdb`, `deploy`, `rs`, `ds`, `quota`). Group-qualified names
+    /// `ev`, `ns`, `pdb`, `deploy`, `rs`, `ds`, `quota`; jobs have none). Group-qualified names
     /// (`deployments.apps`) are the caller's to split.
     pub fn from_cli(s: &str) -> Option<Kind> {
         match s.to_ascii_lowercase().as_str() {
@@ -130,6 +137,7 @@ impl Kind {
             "replicaset" | "replicasets" | "rs" => Some(Kind::ReplicaSet),
             "daemonset" | "daemonsets" | "ds" => Some(Kind::DaemonSet),
             "resourcequota" | "resourcequotas" | "quota" => Some(Kind::ResourceQuota),
+            "job" | "jobs" => Some(Kind::Job),
             _ => None,
         }
     }
@@ -156,6 +164,7 @@ macro_rules! each_kind {
             Object::ReplicaSet($o) => $body,
             Object::DaemonSet($o) => $body,
             Object::ResourceQuota($o) => $body,
+            Object::Job($o) => $body,
         }
     };
 }
@@ -185,6 +194,8 @@ pub enum Object {
     DaemonSet(DaemonSet),
     /// A resource quota.
     ResourceQuota(ResourceQuota),
+    /// A job.
+    Job(Job),
 }
 
 impl Object {
@@ -202,6 +213,7 @@ impl Object {
             Object::ReplicaSet(_) => Kind::ReplicaSet,
             Object::DaemonSet(_) => Kind::DaemonSet,
             Object::ResourceQuota(_) => Kind::ResourceQuota,
+            Object::Job(_) => Kind::Job,
         }
     }
 
@@ -254,6 +266,7 @@ impl Object {
             Kind::ReplicaSet => Object::ReplicaSet(Deserialize::deserialize(deserializer)?),
             Kind::DaemonSet => Object::DaemonSet(Deserialize::deserialize(deserializer)?),
             Kind::ResourceQuota => Object::ResourceQuota(Deserialize::deserialize(deserializer)?),
+            Kind::Job => Object::Job(Deserialize::deserialize(deserializer)?),
         };
         object.fill_type_meta();
         Ok(object)
@@ -419,6 +432,13 @@ mod tests {
                 inputs: &["resourcequota", "resourcequotas", "quota"],
                 want: Kind::ResourceQuota,
                 api_version: "v1",
+                namespaced: true,
+            },
+            Case {
+                name: "job",
+                inputs: &["job", "jobs", "Jobs"],
+                want: Kind::Job,
+                api_version: "batch/v1",
                 namespaced: true,
             },
         ];

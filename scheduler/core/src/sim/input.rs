@@ -36,6 +36,7 @@ enum PodSource {
     Deployment(Box<berth_model::model::Deployment>),
     ReplicaSet(Box<berth_model::model::ReplicaSet>),
     DaemonSet(Box<berth_model::model::DaemonSet>),
+    Job(Box<berth_model::model::Job>),
 }
 
 /// Guards against two objects of one kind with the same key.
@@ -140,6 +141,10 @@ impl Catalog {
                     seen.insert(kind, key)?;
                     sources.push(PodSource::DaemonSet(Box::new(ds)));
                 }
+                Object::Job(job) => {
+                    seen.insert(kind, key)?;
+                    sources.push(PodSource::Job(Box::new(job)));
+                }
                 Object::ResourceQuota(_) => catalog.notes.push(format!(
                     "skipping ResourceQuota {key} (quotas are not enforced by the simulation)"
                 )),
@@ -165,6 +170,17 @@ impl Catalog {
                             pods.push((pod, true));
                         }
                     }
+                    continue;
+                }
+                PodSource::Job(mut job) => {
+                    // As the API server would: defaults, a uid, the generated selector.
+                    job.spec.set_defaults();
+                    if job.metadata.uid.is_empty() {
+                        job.metadata.uid = format!("sim-job-{}", job.metadata.name);
+                    }
+                    job.generate_selector();
+                    let generated = workloads::first_job_pods(&job, &mut rng);
+                    pods.extend(generated.into_iter().map(|p| (p, true)));
                     continue;
                 }
                 PodSource::Deployment(d) => {

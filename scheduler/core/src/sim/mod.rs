@@ -12,7 +12,7 @@
 //! - Pods with `spec.nodeName` are already running where they are. Every other pod is queued
 //!   in input order and scheduled in queue order (priority, then arrival), with preemption,
 //!   until no pod can make progress ([`engine`]).
-//! - Deployments, ReplicaSets and DaemonSets are expanded into their pods
+//! - Deployments, ReplicaSets, DaemonSets and Jobs (their first `parallelism` pods) are expanded into their pods
 //!   ([`crate::workloads`]) where they appear in the input.
 //! - The result ([`SimOutput`]) serializes to the stable JSON of design.md.
 //!
