@@ -1441,6 +1441,18 @@ pub fn validate_pod_disruption_budget(pdb: &PodDisruptionBudget) -> Result<(), V
 
 // ------------------------------------------------------------------------- workloads
 
+/// Checks a controller's pod template at `spec.template`: its labels, annotations and pod
+/// spec.
+fn validate_pod_template(template: &PodTemplateSpec) -> Vec<FieldError> {
+    let mut errs = validate_labels(&template.metadata.labels, "spec.template.metadata.labels");
+    errs.extend(validate_annotations(
+        &template.metadata.annotations,
+        "spec.template.metadata.annotations",
+    ));
+    errs.extend(validate_pod_spec(&template.spec, "spec.template.spec"));
+    errs
+}
+
 /// Checks what Deployments, ReplicaSets and DaemonSets share: a selector that is present,
 /// valid and not empty; template labels that the selector matches; a valid template
 /// (labels, annotations, pod spec at `spec.template.spec`) whose restartPolicy is Always
@@ -1474,15 +1486,7 @@ fn validate_workload(
             }
         }
     }
-    errs.extend(validate_labels(
-        &template.metadata.labels,
-        "spec.template.metadata.labels",
-    ));
-    errs.extend(validate_annotations(
-        &template.metadata.annotations,
-        "spec.template.metadata.annotations",
-    ));
-    errs.extend(validate_pod_spec(&template.spec, "spec.template.spec"));
+    errs.extend(validate_pod_template(template));
     if let Some(policy) = template.spec.restart_policy {
         if policy != RestartPolicy::Always {
             errs.push(FieldError::not_supported(

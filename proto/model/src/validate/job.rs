@@ -4,9 +4,8 @@
 //! Berth does not implement are refused by name rather than silently ignored.
 
 use super::{
-    restart_policy_str, validate_annotations, validate_dns1123_label, validate_label_selector,
-    validate_labels, validate_non_negative, validate_object_meta, validate_pod_spec, FieldError,
-    ValidationErrors,
+    restart_policy_str, validate_dns1123_label, validate_label_selector, validate_non_negative,
+    validate_object_meta, validate_pod_template, FieldError, ValidationErrors,
 };
 use crate::model::{
     CompletionMode, Job, RestartPolicy, LABEL_CONTROLLER_UID, LABEL_JOB_NAME,
@@ -99,16 +98,7 @@ pub fn validate_job(job: &Job) -> Result<(), ValidationErrors> {
         }
     }
     errs.extend(validate_selector(job));
-    let template = &spec.template;
-    errs.extend(validate_labels(
-        &template.metadata.labels,
-        "spec.template.metadata.labels",
-    ));
-    errs.extend(validate_annotations(
-        &template.metadata.annotations,
-        "spec.template.metadata.annotations",
-    ));
-    errs.extend(validate_pod_spec(&template.spec, "spec.template.spec"));
+    errs.extend(validate_pod_template(&spec.template));
     let policy = spec.restart_policy();
     if policy == RestartPolicy::Always {
         errs.push(FieldError::not_supported(
