@@ -234,6 +234,25 @@ fn jobs_complete_fail_time_out_and_expire_on_real_processes() {
 }
 
 #[test]
+fn a_job_completes_on_simulated_nodes() {
+    let mut cluster = TestCluster::start();
+    cluster.spawn_agent("s1", &["--runtime", "sim"], &[]);
+    wait_until("node s1 registers", || {
+        cluster.berth(&["get", "node", "s1"]).status.success()
+    });
+    let yaml = job_yaml("quick", "  completions: 4\n  parallelism: 2\n", "true").replace(
+        "  template:\n",
+        "  template:\n    metadata:\n      annotations: {sim.berth.dev/run-duration: 100ms}\n",
+    );
+    let path = cluster.manifest("quick.yaml", &yaml);
+    cluster.berth_ok(&["apply", "-f", path.to_str().expect("UTF-8 path")]);
+    wait_for("quick completes", LIMIT, || {
+        finished(&job(&cluster, "quick"), "Complete")
+    });
+    assert_eq!(job(&cluster, "quick")["status"]["succeeded"], 4);
+}
+
+#[test]
 fn a_job_whose_template_restarts_always_is_refused() {
     let cluster = TestCluster::start();
     let yaml = job_yaml("bad", "", "true").replace("restartPolicy: Never", "restartPolicy: Always");

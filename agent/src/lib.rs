@@ -113,7 +113,7 @@ pub async fn run(args: Args, shutdown: CancellationToken) -> Result<()> {
         let (state, reports, statuses) = NodeState::new(node.name.clone(), allocatable);
         let (runtime, sampler): (Arc<dyn Runtime>, NodeSampler) = match args.runtime {
             RuntimeKind::Sim => (
-                Arc::new(SimRuntime::new(node.host_ip())),
+                Arc::new(SimRuntime::new(node.host_ip()).with_updates(statuses)),
                 NodeSampler::Sim {
                     memory_capacity: node.memory.value(),
                     nodefs_capacity: args.sim_nodefs_capacity.value(),

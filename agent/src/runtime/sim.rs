@@ -14,18 +14,31 @@
 //! | `sim.berth.dev/memory-usage-ramp` | `FROM->TO/DURATION`, `100Mi->900Mi/60s` | memory growing linearly from FROM at the pod's start to TO after DURATION, then staying at TO; it overrides `memory-usage` |
 //!
 //! An annotation that does not parse is logged once (warn) and counts as no usage.
+//!
+//! A simulated pod runs until it is stopped, unless it declares how it ends:
+//!
+//! | annotation | value | meaning |
+//! | --- | --- | --- |
+//! | `sim.berth.dev/run-duration` | duration, `30s` | the containers exit this long after they start |
+//! | `sim.berth.dev/exit-code` | integer, `1` | the code they exit with (0 when left out) |
+//!
+//! On exit the pod's restartPolicy applies as kubelet's does (Always, or OnFailure with a
+//! non-zero code, restarts the containers at once, counting a restart and running again
+//! for the same duration); otherwise the pod ends Succeeded (code 0) or Failed.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use berth_proto::model::{ContainerStatus, Pod, PodPhase, PodStatus, Time};
+use berth_proto::model::{ContainerStatus, Pod, PodPhase, PodStatus, RestartPolicy, Time};
 use berth_proto::names;
 use berth_proto::Quantity;
 use tracing::{debug, warn};
 
-use super::process::STATE_RUNNING;
-use super::{mark_terminated, started_status, BoxFuture, PodReport, Runtime, Stopped};
+use super::process::{should_restart, REASON_COMPLETED, REASON_ERROR, STATE_RUNNING};
+use super::{
+    mark_terminated, started_status, BoxFuture, PodReport, Runtime, StatusSender, Stopped,
+};
 use crate::error::Result;
 use crate::usage::{ContainerUsage, PodUsage};
 
@@ -124,6 +137,62 @@ impl SimUsage {
     }
 }
 
+fn lock(
+    pods: &Mutex<BTreeMap<String, SimPod>>,
+) -> std::sync::MutexGuard<'_, BTreeMap<String, SimPod>> {
+    // A panic while holding the lock cannot leave the map half-updated (every update is a
+    // single insert, remove or status change), so a poisoned lock is still consistent.
+    pods.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs a simulated pod's end: every `exit.after` its containers exit with the code; they
+/// restart as `policy` says, or the pod ends and its final status is reported. Stops when
+/// the pod is stopped (gone from `pods`, or replaced by a pod of another start).
+async fn run_to_exit(
+    pods: Arc<Mutex<BTreeMap<String, SimPod>>>,
+    uid: String,
+    started: Instant,
+    exit: SimExit,
+    policy: RestartPolicy,
+    updates: StatusSender,
+) {
+    loop {
+        tokio::time::sleep(exit.after).await;
+        let mut all = lock(&pods);
+        let Some(pod) = all.get_mut(&uid).filter(|p| p.started == started) else {
+            return;
+        };
+        let status = &mut pod.report.status;
+        let restart = should_restart(policy, exit.exit_code);
+        for c in &mut status.container_statuses {
+            c.exit_code = Some(exit.exit_code);
+            if restart {
+                c.restart_count += 1;
+            } else {
+                c.reason = if exit.exit_code == 0 {
+                    REASON_COMPLETED
+                } else {
+                    REASON_ERROR
+                }
+                .to_string();
+            }
+        }
+        if !restart {
+            status.phase = if exit.exit_code == 0 {
+                PodPhase::Succeeded
+            } else {
+                PodPhase::Failed
+            };
+            mark_terminated(status, Time::now());
+        }
+        let _ = updates.send(pod.report.clone());
+        if !restart {
+            return;
+        }
+    }
+}
+
 /// A simulated pod: its last status, when it started, and what it declares it uses.
 #[derive(Debug)]
 struct SimPod {
@@ -133,11 +202,44 @@ struct SimPod {
     containers: Vec<String>,
 }
 
+/// How a simulated pod ends, from its annotations: after `after`, with `exit_code`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimExit {
+    /// How long the containers run.
+    pub after: Duration,
+    /// The code they exit with.
+    pub exit_code: i32,
+}
+
+impl SimExit {
+    /// Reads `run-duration` and `exit-code`; `Ok(None)` when the pod runs until stopped.
+    pub fn from_annotations(
+        annotations: &BTreeMap<String, String>,
+    ) -> std::result::Result<Option<SimExit>, String> {
+        let Some(text) = annotations.get(names::ANNOTATION_SIM_RUN_DURATION) else {
+            return Ok(None);
+        };
+        let after = humantime::parse_duration(text.trim())
+            .map_err(|e| format!("{}: {text:?}: {e}", names::ANNOTATION_SIM_RUN_DURATION))?;
+        let exit_code = match annotations.get(names::ANNOTATION_SIM_EXIT_CODE) {
+            None => 0,
+            Some(code) => code.trim().parse().map_err(|_| {
+                format!(
+                    "{}: {code:?} is not an integer",
+                    names::ANNOTATION_SIM_EXIT_CODE
+                )
+            })?,
+        };
+        Ok(Some(SimExit { after, exit_code }))
+    }
+}
+
 /// Simulated pods, kept in memory by uid.
 #[derive(Debug, Default)]
 pub struct SimRuntime {
     host_ip: String,
-    pods: Mutex<BTreeMap<String, SimPod>>,
+    pods: Arc<Mutex<BTreeMap<String, SimPod>>>,
+    updates: Option<StatusSender>,
 }
 
 impl SimRuntime {
@@ -145,16 +247,20 @@ impl SimRuntime {
     pub fn new(host_ip: impl Into<String>) -> Self {
         SimRuntime {
             host_ip: host_ip.into(),
-            pods: Mutex::new(BTreeMap::new()),
+            pods: Arc::new(Mutex::new(BTreeMap::new())),
+            updates: None,
         }
     }
 
+    /// The same runtime, reporting to `updates` the status of pods that end or restart on
+    /// their own (`sim.berth.dev/run-duration`).
+    pub fn with_updates(mut self, updates: StatusSender) -> Self {
+        self.updates = Some(updates);
+        self
+    }
+
     fn pods(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, SimPod>> {
-        // A panic while holding the lock cannot leave the map half-updated (every update is
-        // a single insert or remove), so a poisoned lock is still consistent.
-        self.pods
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.pods)
     }
 
     /// The status of a pod whose containers all just started.
@@ -185,7 +291,24 @@ impl Runtime for SimRuntime {
                 return Ok(existing.report.status.clone());
             }
             let status = self.running_status(pod, Time::now());
-            let (usage, problems) = SimUsage::from_annotations(&pod.metadata.annotations);
+            let (usage, mut problems) = SimUsage::from_annotations(&pod.metadata.annotations);
+            let exit =
+                SimExit::from_annotations(&pod.metadata.annotations).unwrap_or_else(|problem| {
+                    problems.push(problem);
+                    None
+                });
+            let started = Instant::now();
+            if let (Some(exit), Some(updates)) = (exit, &self.updates) {
+                let policy = pod.spec.restart_policy.unwrap_or_default();
+                tokio::spawn(run_to_exit(
+                    self.pods.clone(),
+                    uid.clone(),
+                    started,
+                    exit,
+                    policy,
+                    updates.clone(),
+                ));
+            }
             for problem in problems {
                 warn!(pod = %format_args!("{}/{}", pod.metadata.namespace, pod.metadata.name), %problem, "ignoring a simulated usage annotation");
             }
@@ -198,7 +321,7 @@ impl Runtime for SimRuntime {
                         uid: uid.clone(),
                         status: status.clone(),
                     },
-                    started: Instant::now(),
+                    started,
                     usage,
                     containers: pod.spec.containers.iter().map(|c| c.name.clone()).collect(),
                 },
@@ -216,8 +339,10 @@ impl Runtime for SimRuntime {
                 return Ok(None);
             };
             let mut status = pod.report.status;
-            status.phase = PodPhase::Failed;
-            mark_terminated(&mut status, Time::now());
+            if !status.phase.is_terminal() {
+                status.phase = PodPhase::Failed;
+                mark_terminated(&mut status, Time::now());
+            }
             Ok(Some(status))
         })
     }
@@ -328,6 +453,64 @@ mod tests {
             assert_eq!(at(&usage.memory) / 1000, want_memory_mib * MI, "{name}");
             assert_eq!(at(&usage.cpu), want_cpu_millis, "{name}");
         }
+    }
+
+    #[tokio::test]
+    async fn pods_end_as_their_annotations_say() {
+        // (case, restartPolicy, exit code, want phase of the first report, want restarts)
+        let cases = [
+            ("success", RestartPolicy::Never, "0", PodPhase::Succeeded, 0),
+            ("failure", RestartPolicy::Never, "2", PodPhase::Failed, 0),
+            (
+                "OnFailure restarts",
+                RestartPolicy::OnFailure,
+                "1",
+                PodPhase::Running,
+                1,
+            ),
+            (
+                "OnFailure success",
+                RestartPolicy::OnFailure,
+                "0",
+                PodPhase::Succeeded,
+                0,
+            ),
+        ];
+        for (name, policy, code, phase, restarts) in cases {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let runtime = SimRuntime::new("").with_updates(tx);
+            let mut p = pod("u1", &["main"]);
+            p.spec.restart_policy = Some(policy);
+            let annotations = &mut p.metadata.annotations;
+            annotations.insert(names::ANNOTATION_SIM_RUN_DURATION.into(), "10ms".into());
+            annotations.insert(names::ANNOTATION_SIM_EXIT_CODE.into(), code.into());
+            runtime.start(&p).await.expect("starts");
+            let report = rx.recv().await.expect("a report");
+            let status = &report.status;
+            assert_eq!(status.phase, phase, "{name}");
+            let c = &status.container_statuses[0];
+            assert_eq!(c.exit_code, Some(code.parse().expect("int")), "{name}");
+            assert_eq!(c.restart_count, restarts, "{name}");
+            let want_state = if phase.is_terminal() {
+                STATE_TERMINATED
+            } else {
+                STATE_RUNNING
+            };
+            assert_eq!(c.state, want_state, "{name}");
+            let stopped = runtime.stop("u1", Duration::ZERO).await.expect("stops");
+            if phase.is_terminal() {
+                assert_eq!(
+                    stopped.expect("ran").phase,
+                    phase,
+                    "{name}: stop keeps the end"
+                );
+            }
+        }
+        let bad = [(names::ANNOTATION_SIM_RUN_DURATION, "soon")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert!(SimExit::from_annotations(&bad).is_err());
     }
 
     #[tokio::test]

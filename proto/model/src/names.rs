@@ -44,6 +44,12 @@ pub const ANNOTATION_SIM_CPU_USAGE: &str = "sim.berth.dev/cpu-usage";
 pub const ANNOTATION_SIM_DISK_USAGE: &str = "sim.berth.dev/disk-usage";
 /// On a pod run by the simulated runtime: memory growing linearly, `FROM->TO/DURATION`.
 pub const ANNOTATION_SIM_MEMORY_USAGE_RAMP: &str = "sim.berth.dev/memory-usage-ramp";
+/// On a pod run by the simulated runtime: how long its containers run before they exit
+/// (a duration, `30s`); without it they run until stopped.
+pub const ANNOTATION_SIM_RUN_DURATION: &str = "sim.berth.dev/run-duration";
+/// On a pod run by the simulated runtime: the exit code its containers end with after
+/// their run duration (an integer, 0 when left out).
+pub const ANNOTATION_SIM_EXIT_CODE: &str = "sim.berth.dev/exit-code";
 
 // Condition types.
 
