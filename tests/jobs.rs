@@ -2,7 +2,9 @@
 //! completions with parallelism 2 completes without ever running more than 2 pods; a
 //! failing Job stops at its backoffLimit; activeDeadlineSeconds ends a long Job; a finished
 //! Job with ttlSecondsAfterFinished is deleted with its pods. The pods are real `sh`
-//! processes whose exit codes decide Succeeded or Failed.
+//! processes whose exit codes decide Succeeded or Failed. On simulated nodes (pods that end
+//! by their `sim.berth.dev/run-duration` annotation): an Indexed Job, container restarts
+//! under OnFailure counting against backoffLimit, and suspend/resume.
 
 mod common;
 
@@ -234,7 +236,7 @@ fn jobs_complete_fail_time_out_and_expire_on_real_processes() {
 }
 
 #[test]
-fn a_job_completes_on_simulated_nodes() {
+fn jobs_on_simulated_nodes_indexed_restarting_and_suspended() {
     let mut cluster = TestCluster::start();
     cluster.spawn_agent("s1", &["--runtime", "sim"], &[]);
     wait_until("node s1 registers", || {
@@ -244,12 +246,97 @@ fn a_job_completes_on_simulated_nodes() {
         "  template:\n",
         "  template:\n    metadata:\n      annotations: {sim.berth.dev/run-duration: 100ms}\n",
     );
-    let path = cluster.manifest("quick.yaml", &yaml);
+    let sim = |yaml: String, exit_code: &str| {
+        yaml.replace(
+            "  template:\n",
+            &format!("  template:\n    metadata:\n      annotations: {{sim.berth.dev/run-duration: 100ms, sim.berth.dev/exit-code: '{exit_code}'}}\n"),
+        )
+    };
+    let indexed = sim(
+        job_yaml(
+            "indexed",
+            "  completions: 3\n  parallelism: 3\n  completionMode: Indexed\n",
+            "true",
+        ),
+        "0",
+    );
+    let flaky = sim(job_yaml("flaky", "  backoffLimit: 2\n", "false"), "1")
+        .replace("restartPolicy: Never", "restartPolicy: OnFailure");
+    let held = job_yaml("held", "  suspend: true\n", "true");
+    let manifest = [yaml, indexed, flaky, held.clone()].join("---\n");
+    let path = cluster.manifest("quick.yaml", &manifest);
     cluster.berth_ok(&["apply", "-f", path.to_str().expect("UTF-8 path")]);
     wait_for("quick completes", LIMIT, || {
         finished(&job(&cluster, "quick"), "Complete")
     });
     assert_eq!(job(&cluster, "quick")["status"]["succeeded"], 4);
+
+    // Indexed: one success per index, pods named and labelled with it.
+    wait_for("indexed completes", LIMIT, || {
+        finished(&job(&cluster, "indexed"), "Complete")
+    });
+    let indexed = job(&cluster, "indexed");
+    assert_eq!(indexed["status"]["completedIndexes"], "0-2", "{indexed}");
+    assert_eq!(indexed["status"]["succeeded"], 3, "{indexed}");
+    let mut seen: Vec<String> = pods_of(&cluster, "indexed")
+        .iter()
+        .map(|p| {
+            let index = str_at(
+                p,
+                "/metadata/annotations/batch.kubernetes.io~1job-completion-index",
+            );
+            assert_eq!(
+                str_at(p, "/metadata/generateName"),
+                format!("indexed-{index}-")
+            );
+            assert_eq!(p["spec"]["containers"][0]["env"][0]["value"], index, "{p}");
+            index.to_string()
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(seen, ["0", "1", "2"]);
+
+    // OnFailure: the container restarts count against backoffLimit.
+    wait_for("flaky fails", LIMIT, || {
+        finished(&job(&cluster, "flaky"), "Failed")
+    });
+    let flaky = job(&cluster, "flaky");
+    let c = condition(&flaky, "Failed").expect("Failed");
+    assert_eq!(c["reason"], "BackoffLimitExceeded", "{flaky}");
+
+    // Suspended: no pod until it is resumed.
+    wait_until("held is marked suspended", || {
+        finished(&job(&cluster, "held"), "Suspended")
+    });
+    assert!(pods_of(&cluster, "held").is_empty());
+    let table = cluster.berth_ok(&["get", "jobs"]);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("held ") && l.contains(" Suspended ")),
+        "{table}"
+    );
+    let resumed = sim(held.replace("suspend: true", "suspend: false"), "0");
+    let path = cluster.manifest("held.yaml", &resumed);
+    let out = cluster.berth(&["apply", "-f", path.to_str().expect("UTF-8 path")]);
+    // The template is immutable: adding the annotations is refused, resuming alone is not.
+    assert!(!out.status.success(), "a changed template is refused");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("spec.template: field is immutable"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = cluster.manifest(
+        "held.yaml",
+        &held.replace("suspend: true", "suspend: false"),
+    );
+    cluster.berth_ok(&["apply", "-f", path.to_str().expect("UTF-8 path")]);
+    wait_until("held runs once resumed", || {
+        let held = job(&cluster, "held");
+        condition(&held, "Suspended")
+            .is_some_and(|c| c["status"] == "False" && c["reason"] == "JobResumed")
+            && !pods_of(&cluster, "held").is_empty()
+    });
 }
 
 #[test]
