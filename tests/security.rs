@@ -467,6 +467,24 @@ fn berth_dev_secures_its_cluster_and_writes_a_client_config_that_works() {
     );
     let out = berth(None);
     assert!(String::from_utf8_lossy(&out.stdout).contains("node-1"));
+    // The web view is on, at the printed address, with a viewer token that tokens.csv holds.
+    let printed = std::fs::read_to_string(dir.path().join("dev.log")).expect("dev's output");
+    let url = printed
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("web:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("berth dev prints the web view's address: {printed}"));
+    let (addr, viewer) = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split_once("/?token="))
+        .unwrap_or_else(|| panic!("an http://ADDR/?token=TOKEN address: {url}"));
+    assert!(tokens.contains(&format!("{viewer},web,viewer")), "{tokens}");
+    let (code, _) = common::http_get(addr, "/api/view", None).expect("GET /api/view");
+    assert_eq!(code, 401, "the view needs the token");
+    wait_until("the web view lists node-1 for the viewer token", || {
+        common::http_get(addr, "/api/view", Some(viewer))
+            .is_ok_and(|(code, body)| code == 200 && body.contains("\"name\":\"node-1\""))
+    });
     // A token from the environment overrides the config's, and a wrong one is refused.
     assert_cli_refused(
         &berth(Some("wrong")),
