@@ -35,6 +35,7 @@ fn parse(yaml: &str) -> Vec<Object> {
                 "ReplicaSet" => Object::ReplicaSet(typed(value)),
                 "DaemonSet" => Object::DaemonSet(typed(value)),
                 "ResourceQuota" => Object::ResourceQuota(typed(value)),
+                "Job" => Object::Job(typed(value)),
                 other => panic!("test kind {other} not handled"),
             })
         })
@@ -863,6 +864,43 @@ fn daemon_sets_run_one_pod_per_admitted_node() {
         .collect();
     got.sort();
     assert_eq!(got, vec!["cordoned", "n1", "n2"], "not on the tainted node");
+}
+
+#[test]
+fn jobs_expand_into_their_first_parallelism_pods() {
+    // (case, job spec, want pod name prefixes)
+    let cases: [(&str, &str, &[&str]); 3] = [
+        (
+            "capped by parallelism",
+            "completions: 10, parallelism: 2",
+            &["pi-", "pi-"],
+        ),
+        (
+            "indexed",
+            "completions: 2, parallelism: 5, completionMode: Indexed",
+            &["pi-0-", "pi-1-"],
+        ),
+        ("suspended", "completions: 3, suspend: true", &[]),
+    ];
+    for (name, spec, want) in cases {
+        let yaml = format!(
+            "{}---\napiVersion: batch/v1\nkind: Job\nmetadata: {{name: pi}}\nspec:\n  {}\n  \
+             template:\n    spec: {{restartPolicy: Never, containers: [{{name: c}}]}}\n",
+            nodes(1, "4"),
+            spec.replace(", ", "\n  ")
+        );
+        let out = simulate(&yaml, false, 1);
+        let mut got: Vec<String> = out
+            .pods
+            .iter()
+            .map(|p| {
+                assert_eq!(p.node.as_deref(), Some("n1"), "{name}: {}", p.name);
+                p.name[..p.name.len() - 5].to_string()
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{name}");
+    }
 }
 
 #[test]
