@@ -125,7 +125,9 @@ fn a_pod_bound_to_a_full_node_fails_out_of_cpu() {
 #[test]
 fn process_pods_run_log_restart_and_stop_gracefully() {
     let mut cluster = TestCluster::start();
-    let root = cluster.start_process_agent("n3", &[]);
+    // No eviction thresholds: a nearly full disk on the test machine would otherwise evict
+    // the crashing pod (the largest ephemeral-storage user) under DiskPressure.
+    let root = cluster.start_process_agent("n3", &["--eviction-hard", ""]);
     apply(
         &cluster,
         "process.yaml",
