@@ -35,10 +35,39 @@ use crate::queue::QueuedPod;
 pub const MESSAGE_SCHEDULING_GATED: &str =
     "Scheduling is blocked due to non-empty scheduling gates";
 
+mod steps;
+
 /// The simulation: the shared scheduler, and the in-memory world it acts on.
 pub struct Engine {
     scheduler: Scheduler,
     world: World,
+    /// PriorityClasses and RuntimeClasses, for pods that arrive while it runs.
+    classes: Classes,
+}
+
+/// What one step of a running simulation did, for `berth lab`'s meters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimEvent {
+    /// A pod was bound.
+    Bound {
+        /// The pod's uid.
+        uid: String,
+        /// Its node.
+        node: String,
+    },
+    /// A preemption on `node` evicted `victims` pods.
+    Preempted {
+        /// The node.
+        node: String,
+        /// How many pods it evicted.
+        victims: usize,
+    },
+    /// Something on `node` changed otherwise (a pod left or was placed as written, the node
+    /// itself changed, appeared or went away).
+    Removed {
+        /// The node.
+        node: String,
+    },
 }
 
 /// The simulated cluster as the attempt sees it ([`Cluster`]): the virtual clock, each
@@ -63,6 +92,8 @@ struct World {
     /// Victims of the running attempt's preemption, as `namespace/name`.
     preempted: Vec<String>,
     budgets: Budgets,
+    /// What happened since the caller last looked ([`Engine::settle`]).
+    events: Vec<SimEvent>,
 }
 
 impl Engine {
@@ -100,7 +131,9 @@ impl Engine {
                 set_aside: Vec::new(),
                 preempted: Vec::new(),
                 budgets,
+                events: Vec::new(),
             },
+            classes: classes.clone(),
         };
         for pod in pods {
             if pod.spec.node_name.is_empty() {
@@ -186,21 +219,31 @@ impl Engine {
 
     /// Schedules until no pod can make progress; returns the outcome.
     pub fn run(mut self) -> SimOutput {
+        self.step_until(None);
+        SimOutput {
+            pods: self.world.outcomes,
+            evicted: self.world.evicted,
+            notes: self.world.notes,
+        }
+    }
+
+    /// Schedules until no pod can make progress, moving the clock to back-off expiries
+    /// (those no later than `until`, when given).
+    fn step_until(&mut self, until: Option<Instant>) {
         loop {
             match self.scheduler.schedule_one(&mut self.world) {
                 Some(Attempt::Bound { .. }) => self.changed(),
                 Some(Attempt::Preempted { victims, .. }) if victims > 0 => self.changed(),
                 Some(_) => {}
                 None => match self.scheduler.queue.next_wakeup() {
-                    Some(wakeup) if wakeup > self.world.now => self.world.now = wakeup,
+                    Some(wakeup)
+                        if wakeup > self.world.now && until.is_none_or(|u| wakeup <= u) =>
+                    {
+                        self.world.now = wakeup
+                    }
                     _ => break,
                 },
             }
-        }
-        SimOutput {
-            pods: self.world.outcomes,
-            evicted: self.world.evicted,
-            notes: self.world.notes,
         }
     }
 
@@ -225,6 +268,14 @@ impl Engine {
 }
 
 impl World {
+    /// The uid of a pod that is queued and not placed.
+    fn pending_uid(&self, namespace: &str, name: &str) -> Option<String> {
+        self.entries.iter().find_map(|(uid, &i)| {
+            let o = &self.outcomes[i];
+            (o.node.is_none() && o.namespace == namespace && o.name == name).then(|| uid.clone())
+        })
+    }
+
     fn outcome(&mut self, uid: &str) -> Option<&mut PodOutcome> {
         let index = *self.entries.get(uid)?;
         Some(&mut self.outcomes[index])
@@ -277,6 +328,10 @@ impl Cluster for World {
         self.budgets.pod_bound(&bound);
         self.generation += 1;
         let uid = pod.uid();
+        self.events.push(SimEvent::Bound {
+            uid: uid.to_string(),
+            node: node.to_string(),
+        });
         self.record_attempt(uid, explanation, None);
         if let Some(outcome) = self.outcome(uid) {
             outcome.node = Some(node.to_string());
@@ -286,6 +341,10 @@ impl Cluster for World {
 
     fn evict(&mut self, preemptor: &PodInfo, node: &str, victims: &[Arc<PodInfo>]) {
         let by = preemptor.key();
+        self.events.push(SimEvent::Preempted {
+            node: node.to_string(),
+            victims: victims.len(),
+        });
         for victim in victims {
             let key = victim.key();
             self.budgets.pod_removed(&victim.pod);
