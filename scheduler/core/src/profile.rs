@@ -84,6 +84,15 @@ impl Default for Profiles {
 }
 
 impl Profiles {
+    /// The same profiles, every one breaking ties by `tie_break` (`berth lab`'s
+    /// experiment-wide setting).
+    pub fn with_tie_break(mut self, tie_break: TieBreak) -> Self {
+        for p in self.profiles.values_mut() {
+            p.tie_break = tie_break;
+        }
+        self
+    }
+
     /// Profiles from a list, keyed by their `scheduler_name` (a later profile replaces an
     /// earlier one of the same name), with the default queue settings.
     pub fn new(profiles: impl IntoIterator<Item = Profile>) -> Self {
