@@ -75,3 +75,77 @@ fn get_watch_prints_a_line_per_change_and_ends_on_ctrl_c() {
         assert_eq!(headers, 1, "the header once: {:#?}", lines.seen);
     }
 }
+
+/// A Deployment of `replicas` pods running `image`.
+fn deployment(replicas: u32, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec:\n      containers:\n      - {{name: main, image: {image}, resources: {{requests: {{cpu: 100m}}}}}}\n"
+    )
+}
+
+#[test]
+fn rollout_status_returns_when_done_and_history_undo_restart_follow_revisions() {
+    let cluster = cluster_with_node();
+    let v1 = cluster.manifest("v1.yaml", &deployment(3, "nginx:1.26"));
+    cluster.berth_ok(&["apply", "-f", &display(&v1)]);
+    let out = cluster.berth_ok(&["rollout", "status", "deployment/web", "--timeout", "60s"]);
+    let last = out.lines().last().unwrap_or_default();
+    assert_eq!(last, "deployment \"web\" successfully rolled out", "{out}");
+    for line in out.lines().filter(|l| *l != last) {
+        assert!(
+            line.starts_with("Waiting for deployment"),
+            "kubectl's progress messages: {out}"
+        );
+    }
+    let once = cluster.berth_ok(&["rollout", "status", "deployment", "web", "--watch=false"]);
+    assert_eq!(once, "deployment \"web\" successfully rolled out\n");
+
+    // A new image is revision 2; undo brings revision 1's template back as revision 3.
+    let v2 = cluster.manifest("v2.yaml", &deployment(3, "nginx:1.27"));
+    cluster.berth_ok(&["apply", "-f", &display(&v2)]);
+    cluster.berth_ok(&["rollout", "status", "deployment/web", "--timeout", "60s"]);
+    let history = cluster.berth_ok(&["rollout", "history", "deployment/web"]);
+    assert_eq!(
+        history,
+        "deployment.apps/web \nREVISION  CHANGE-CAUSE\n1         <none>\n2         <none>\n\n"
+    );
+    let shown = cluster.berth_ok(&["rollout", "history", "deployment/web", "--revision", "1"]);
+    assert!(
+        shown.starts_with("deployment.apps/web with revision #1\nPod Template:\n")
+            && shown.contains("nginx:1.26"),
+        "{shown}"
+    );
+    let undone = cluster.berth_ok(&["rollout", "undo", "deployment/web"]);
+    assert_eq!(undone, "deployment.apps/web rolled back\n");
+    cluster.berth_ok(&["rollout", "status", "deployment/web", "--timeout", "60s"]);
+    let history = cluster.berth_ok(&["rollout", "history", "deployment/web"]);
+    assert_eq!(
+        history,
+        "deployment.apps/web \nREVISION  CHANGE-CAUSE\n2         <none>\n3         <none>\n\n"
+    );
+    let json = cluster.berth_ok(&["get", "deployment", "web", "-o", "json"]);
+    assert!(
+        json.contains("nginx:1.26"),
+        "rolled back to the first image: {json}"
+    );
+    let again = cluster.berth_ok(&["rollout", "undo", "deployment/web", "--to-revision", "3"]);
+    assert_eq!(
+        again,
+        "deployment.apps/web skipped rollback (current template already matches revision 3)\n"
+    );
+    let missing = cluster.berth(&["rollout", "undo", "deployment/web", "--to-revision", "9"]);
+    assert!(!missing.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr),
+        "error: unable to find specified revision 9 in history\n"
+    );
+
+    // A restart stamps the template, which is a new revision rolled out like any other.
+    let restarted = cluster.berth_ok(&["rollout", "restart", "deployment/web"]);
+    assert_eq!(restarted, "deployment.apps/web restarted\n");
+    let json = cluster.berth_ok(&["get", "deployment", "web", "-o", "json"]);
+    assert!(json.contains("kubectl.kubernetes.io/restartedAt"), "{json}");
+    cluster.berth_ok(&["rollout", "status", "deployment/web", "--timeout", "60s"]);
+    let history = cluster.berth_ok(&["rollout", "history", "deployment/web"]);
+    assert!(history.ends_with("4         <none>\n\n"), "{history}");
+}

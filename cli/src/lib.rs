@@ -26,6 +26,7 @@ pub mod dev;
 pub mod lab;
 pub mod manifest;
 pub mod output;
+pub mod progress;
 pub mod sim;
 
 use std::process::ExitCode;
@@ -98,6 +99,8 @@ pub enum Command {
     Top(cmd::top::TopArgs),
     /// Set the number of replicas of deployments or replicasets.
     Scale(cmd::scale::ScaleArgs),
+    /// Follow, restart, undo or list the rollouts of deployments.
+    Rollout(cmd::rollout::RolloutArgs),
     /// Run a local cluster: a scheduler and agents, until Ctrl-C.
     Dev(dev::DevArgs),
     /// Measure scheduling throughput on kube's scheduler_perf workloads.

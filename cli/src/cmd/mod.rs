@@ -12,6 +12,7 @@ pub mod get;
 pub mod job;
 pub mod label;
 pub mod logs;
+pub mod rollout;
 pub mod scale;
 pub mod taint;
 pub mod top;
@@ -43,14 +44,18 @@ pub struct Io {
     pub out: Box<dyn Write + Send>,
     /// Diagnostics and errors (stderr).
     pub err: Box<dyn Write + Send>,
+    /// Whether `out` is a terminal (progress is then drawn in place).
+    pub terminal: bool,
 }
 
 impl Io {
     /// The process's standard output and error.
     pub fn stdio() -> Self {
+        use std::io::IsTerminal;
         Io {
             out: Box::new(std::io::stdout()),
             err: Box::new(std::io::stderr()),
+            terminal: std::io::stdout().is_terminal(),
         }
     }
 
@@ -61,6 +66,7 @@ impl Io {
         let io = Io {
             out: Box::new(out.clone()),
             err: Box::new(err.clone()),
+            terminal: false,
         };
         (io, out, err)
     }
@@ -135,6 +141,11 @@ impl<'a> Context<'a> {
             self.global.token.as_deref(),
             self.global.ca.as_deref(),
         )?)
+    }
+
+    /// Whether the normal output is a terminal.
+    pub fn io_is_terminal(&self) -> bool {
+        self.io.terminal
     }
 
     /// Writes `text` to the normal output.
@@ -219,6 +230,7 @@ pub async fn run(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<()> 
         Command::Scale(args) => scale::run(args, ctx).await,
         Command::Logs(args) => logs::run(args, ctx).await,
         Command::Top(args) => top::run(args, ctx).await,
+        Command::Rollout(args) => rollout::run(args, ctx).await,
         Command::Dev(_) => bail!("`berth dev` is not a client verb"),
         Command::Bench(_) => bail!("`berth bench` is not a client verb"),
         Command::Sim(_) => bail!("`berth sim` is not a client verb"),

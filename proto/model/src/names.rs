@@ -116,3 +116,12 @@ pub const REASON_UNEXPECTED_ADMISSION_ERROR: &str = "UnexpectedAdmissionError";
 pub fn reason_out_of(resource: &str) -> String {
     format!("OutOf{resource}")
 }
+
+/// Annotation of a Deployment's ReplicaSets: the rollout revision of their template, as
+/// kube's deployment controller numbers them (`rollout history`, `rollout undo`).
+pub const ANNOTATION_REVISION: &str = "deployment.kubernetes.io/revision";
+/// Annotation saying why an object changed; a Deployment's is copied to its new ReplicaSet
+/// and shown by `rollout history`.
+pub const ANNOTATION_CHANGE_CAUSE: &str = "kubernetes.io/change-cause";
+/// Pod template annotation `rollout restart` sets to the time of the restart (RFC 3339).
+pub const ANNOTATION_RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";

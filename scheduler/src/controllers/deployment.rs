@@ -13,6 +13,7 @@
 use berth_proto::model::{
     Deployment, DeploymentStrategyType, IntOrString, Kind, Object, ReplicaSet,
 };
+use berth_proto::names;
 use berth_store::{Op, Precondition};
 use tracing::info;
 
@@ -221,6 +222,9 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
         }
     };
 
+    // The new ReplicaSet's revision is one past every old one's (kube's
+    // `getNewReplicaSet`), also when a rollback makes an old template new again.
+    let revision = olds.iter().map(revision_of).max().unwrap_or(0) + 1;
     let mut ops = Vec::new();
     let mut scaled = Vec::new();
     match &new_rs {
@@ -239,11 +243,25 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
             }
             let mut created = desired.clone();
             created.spec.replicas = plan.new_replicas;
+            stamp_revision(&mut created, &d, revision);
             scaled.push((created.metadata.name.clone(), plan.new_replicas));
             ops.push(Op::Create(Object::ReplicaSet(created)));
         }
         Some(rs) => {
-            if let Some(op) = scale_op(rs, plan.new_replicas) {
+            if revision_of(rs) < revision {
+                let mut renumbered = rs.clone();
+                stamp_revision(&mut renumbered, &d, revision);
+                renumbered.spec.replicas = plan.new_replicas;
+                if rs.spec.replicas != plan.new_replicas {
+                    scaled.push((rs.metadata.name.clone(), plan.new_replicas));
+                }
+                ops.push(Op::Update {
+                    object: Object::ReplicaSet(renumbered),
+                    precondition: Precondition::ResourceVersion(
+                        rs.metadata.resource_version.clone(),
+                    ),
+                });
+            } else if let Some(op) = scale_op(rs, plan.new_replicas) {
                 scaled.push((rs.metadata.name.clone(), plan.new_replicas));
                 ops.push(op);
             }
@@ -273,6 +291,24 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
     update_status(m, &d, new_rs.as_ref(), &olds)
 }
 
+/// The `deployment.kubernetes.io/revision` of a ReplicaSet (0 when it has none).
+pub fn revision_of(rs: &ReplicaSet) -> i64 {
+    rs.metadata
+        .annotations
+        .get(names::ANNOTATION_REVISION)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Marks a Deployment's new ReplicaSet with its revision and the Deployment's change cause.
+fn stamp_revision(rs: &mut ReplicaSet, d: &Deployment, revision: i64) {
+    let annotations = &mut rs.metadata.annotations;
+    annotations.insert(names::ANNOTATION_REVISION.to_string(), revision.to_string());
+    if let Some(cause) = d.metadata.annotations.get(names::ANNOTATION_CHANGE_CAUSE) {
+        annotations.insert(names::ANNOTATION_CHANGE_CAUSE.to_string(), cause.clone());
+    }
+}
+
 fn scale_op(rs: &ReplicaSet, replicas: i32) -> Option<Op> {
     if rs.spec.replicas == replicas {
         return None;
@@ -298,6 +334,7 @@ fn update_status(
     status.ready_replicas = all.iter().map(|rs| rs.status.ready_replicas).sum();
     status.available_replicas = all.iter().map(|rs| rs.status.available_replicas).sum();
     status.updated_replicas = new_rs.map_or(0, |rs| rs.status.replicas);
+    status.observed_generation = d.metadata.generation;
     m.update_if_changed(&Object::Deployment(d.clone()), Object::Deployment(updated))
 }
 

@@ -70,6 +70,10 @@ pub fn admit_with(
     if let Object::PriorityClass(pc) = &obj {
         check_priority_class(store, pc, pending)?;
     }
+    if let Object::Deployment(d) = &mut obj {
+        // A create starts at 1; an update's generation comes from `merge_update`.
+        d.metadata.generation = 1;
+    }
     Ok(obj)
 }
 
@@ -365,7 +369,13 @@ pub fn merge_update(stored: &Object, incoming: Object) -> Result<(Object, ApplyA
             }
         }
         // Controllers own these statuses; an apply changes only the spec.
-        (Object::Deployment(old), Object::Deployment(new)) => new.status = old.status.clone(),
+        (Object::Deployment(old), Object::Deployment(new)) => {
+            new.status = old.status.clone();
+            new.metadata.generation = old.metadata.generation.max(1);
+            if new.spec != old.spec {
+                new.metadata.generation += 1;
+            }
+        }
         (Object::ReplicaSet(old), Object::ReplicaSet(new)) => new.status = old.status.clone(),
         (Object::DaemonSet(old), Object::DaemonSet(new)) => new.status = old.status.clone(),
         (Object::PodDisruptionBudget(old), Object::PodDisruptionBudget(new)) => {
@@ -808,6 +818,31 @@ mod workload_status_tests {
             panic!("the kind changed")
         };
         assert_eq!(merged.status.replicas, 3);
+    }
+
+    #[test]
+    fn a_deployments_generation_counts_its_spec_changes() {
+        let yaml = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: nginx}]}\n";
+        let manifest: Deployment = serde_yaml_ng::from_str(yaml).expect("a valid Deployment");
+        let store = berth_store::SledStore::temporary().expect("store");
+        let created = admit_with(
+            &store,
+            Object::Deployment(manifest.clone()),
+            &[],
+            &AdmissionConfig::default(),
+        )
+        .expect("admitted");
+        assert_eq!(created.meta().generation, 1, "a create starts at 1");
+        let mut relabelled = manifest.clone();
+        relabelled.metadata.labels.insert("team".into(), "a".into());
+        let mut scaled = manifest.clone();
+        scaled.spec.replicas = 5;
+        // (incoming, generation after the update)
+        for (incoming, want) in [(manifest, 1), (relabelled, 1), (scaled, 2)] {
+            let (merged, _) =
+                merge_update(&created, Object::Deployment(incoming)).expect("an allowed update");
+            assert_eq!(merged.meta().generation, want);
+        }
     }
 }
 

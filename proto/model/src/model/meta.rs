@@ -5,6 +5,10 @@ use std::time::SystemTime;
 
 use super::{Ignored, StringMap};
 
+fn is_zero_i64(v: &i64) -> bool {
+    *v == 0
+}
+
 /// `metadata` of every object (Kubernetes' ObjectMeta).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
@@ -47,9 +51,11 @@ pub struct ObjectMeta {
     /// Accepted and ignored.
     #[serde(skip_serializing)]
     pub managed_fields: Ignored,
-    /// Accepted and ignored.
-    #[serde(skip_serializing)]
-    pub generation: Ignored,
+    /// The version of the desired state: set to 1 when a Deployment is created and
+    /// increased whenever its spec changes (other kinds leave it 0); controllers report the
+    /// one they acted on as `status.observedGeneration`.
+    #[serde(skip_serializing_if = "is_zero_i64")]
+    pub generation: i64,
     /// Accepted and ignored.
     #[serde(skip_serializing)]
     pub self_link: Ignored,
