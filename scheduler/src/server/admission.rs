@@ -371,9 +371,10 @@ pub fn merge_update(stored: &Object, incoming: Object) -> Result<(Object, ApplyA
         // Controllers own these statuses; an apply changes only the spec.
         (Object::Deployment(old), Object::Deployment(new)) => {
             new.status = old.status.clone();
-            new.metadata.generation = old.metadata.generation.max(1);
+            new.metadata.generation = old.metadata.generation;
             if new.spec != old.spec {
-                new.metadata.generation += 1;
+                // One stored before generations were counted starts from 1.
+                new.metadata.generation = old.metadata.generation.max(1) + 1;
             }
         }
         (Object::ReplicaSet(old), Object::ReplicaSet(new)) => new.status = old.status.clone(),
