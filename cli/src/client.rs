@@ -393,7 +393,24 @@ impl Client {
         Ok(Watch {
             stream,
             server: self.server.clone(),
+            skip_through: 0,
         })
+    }
+
+    /// Lists the objects of a kind and watches what happens to them after the list, with
+    /// nothing lost in between: the watch is open before the list is read (the server sends
+    /// a watch only the changes after it opened), and changes the list already shows are
+    /// skipped.
+    pub async fn list_and_watch(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        label_selector: &str,
+    ) -> Result<(Vec<Object>, Watch), ClientError> {
+        let mut watch = self.watch(kind, namespace, "0").await?;
+        let (objects, version) = self.list_at(kind, namespace, label_selector).await?;
+        watch.skip_through = version.parse().unwrap_or(0);
+        Ok((objects, watch))
     }
 
     /// Deletes an object, returning it as it was (or as marked for deletion). A non-empty
@@ -445,6 +462,8 @@ impl WatchEventType {
 pub struct Watch {
     stream: tonic::Streaming<pb::WatchEvent>,
     server: String,
+    /// Changes up to this version are skipped (a list showed them).
+    skip_through: u64,
 }
 
 impl Watch {
@@ -463,11 +482,16 @@ impl Watch {
                 _ => continue,
             };
             let Some(object) = event.object else { continue };
-            return Some(
-                object_from_pb(&object)
-                    .map(|o| (kind, o))
-                    .map_err(ClientError::from),
-            );
+            let object = match object_from_pb(&object) {
+                Ok(object) => object,
+                Err(e) => return Some(Err(e.into())),
+            };
+            // Every change carries its own version (a deletion, the deletion's).
+            let version: u64 = object.meta().resource_version.parse().unwrap_or(u64::MAX);
+            if version <= self.skip_through {
+                continue;
+            }
+            return Some(Ok((kind, object)));
         }
     }
 }

@@ -158,13 +158,14 @@ async fn status(args: StatusArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     let namespace = ctx.namespace().to_string();
     let mut client = ctx.connect().await?;
     let follow = async {
-        let (objects, version) = client.list_at(Kind::Deployment, &namespace, "").await?;
+        let (objects, mut watch) = client
+            .list_and_watch(Kind::Deployment, &namespace, "")
+            .await?;
         let Some(Object::Deployment(mut d)) = objects.into_iter().find(|o| &o.meta().name == name)
         else {
             bail!("deployments.apps {name:?} not found");
         };
         let mut progress = Progress::new(ctx.io_is_terminal());
-        let mut watch = None;
         loop {
             if args.revision > 0 {
                 let current = current_revision(&mut client, &d).await?;
@@ -186,14 +187,8 @@ async fn status(args: StatusArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
                 progress.finish(ctx)?;
                 return Ok(());
             }
-            if watch.is_none() {
-                watch = Some(client.watch(Kind::Deployment, &namespace, &version).await?);
-            }
-            let Some(w) = watch.as_mut() else {
-                unreachable!("the watch was just opened")
-            };
             loop {
-                let Some(event) = w.next().await else {
+                let Some(event) = watch.next().await else {
                     bail!("the server ended the watch");
                 };
                 let (event, object) = event?;

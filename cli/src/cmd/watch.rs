@@ -77,8 +77,8 @@ impl WatchTarget {
 pub async fn run(args: &GetArgs, target: WatchTarget, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     let labels = berth_proto::selector::parse(&target.label_selector)?;
     let mut client = ctx.connect().await?;
-    let (mut objects, version) = client
-        .list_at(target.kind, &target.namespace, &target.label_selector)
+    let (mut objects, watch) = client
+        .list_and_watch(target.kind, &target.namespace, &target.label_selector)
         .await?;
     objects.retain(|o| target.selects(o, &labels));
     if let Some(missing) = target
@@ -112,9 +112,6 @@ pub async fn run(args: &GetArgs, target: WatchTarget, ctx: &mut Context<'_>) -> 
         )?;
         ctx.print(&text)?;
     }
-    let watch = client
-        .watch(target.kind, &target.namespace, &version)
-        .await?;
     tokio::select! {
         result = follow(watch, &target, &labels, &mut printer, &mut shown, ctx) => result,
         _ = tokio::signal::ctrl_c() => Ok(()),
