@@ -633,24 +633,7 @@ impl Lines {
 }
 
 /// A plain HTTP/1.1 GET of `path` on `addr` (`127.0.0.1:PORT`), with `authorization: Bearer
-/// TOKEN` when a token is given: the status code and the body. For the scheduler's HTTP
-/// endpoints (metrics); no client library needed for one request.
+/// TOKEN` when a token is given: the status code and the body (the scheduler's metrics).
 pub fn http_get(addr: &str, path: &str, token: Option<&str>) -> std::io::Result<(u16, String)> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr)?;
-    stream.set_read_timeout(Some(TIMEOUT))?;
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
-    )?;
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply)?;
-    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or(0);
-    Ok((status, body.to_string()))
+    berth_cli::scrape::get(addr, path, token)
 }

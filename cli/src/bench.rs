@@ -148,10 +148,11 @@ impl Binds {
     }
 }
 
-/// The scheduler child process and where it logs.
+/// The scheduler child process, where it logs and where it serves its metrics.
 struct Scheduler {
     child: Child,
     log: PathBuf,
+    metrics: String,
 }
 
 impl Scheduler {
@@ -160,8 +161,10 @@ impl Scheduler {
         let log = dir.join("scheduler.log");
         let out =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let metrics = free_address()?;
         let child = Command::new(exe)
             .args(["scheduler", "--listen", listen, "--seed", &seed.to_string()])
+            .args(["--metrics-listen", &metrics])
             .arg("--data-dir")
             .arg(dir.join("store"))
             .env("RUST_LOG", "info")
@@ -169,18 +172,36 @@ impl Scheduler {
             .env_remove("BERTH_TOKEN_FILE")
             .env_remove("BERTH_LISTEN")
             .env_remove("BERTH_DATA_DIR")
+            .env_remove("BERTH_METRICS_LISTEN")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(out))
             .kill_on_drop(true)
             .spawn()
             .context("starting berth scheduler")?;
-        Ok(Scheduler { child, log })
+        Ok(Scheduler {
+            child,
+            log,
+            metrics,
+        })
     }
 
-    /// Stops the scheduler with SIGTERM (so that it logs its attempt latency) and reads
-    /// the latency line from its log.
-    async fn stop(mut self) -> Result<Latency> {
+    /// The attempt latency so far, from the scheduler's `/metrics`.
+    async fn latency(&self) -> Result<Latency> {
+        let addr = self.metrics.clone();
+        let (status, text) =
+            tokio::task::spawn_blocking(move || crate::scrape::get(&addr, "/metrics", None))
+                .await?
+                .with_context(|| format!("scraping http://{}/metrics", self.metrics))?;
+        if status != 200 {
+            bail!("http://{}/metrics answered {status}: {text}", self.metrics);
+        }
+        latency_from_metrics(&text)
+            .with_context(|| format!("no {ATTEMPT_SUMMARY} in http://{}/metrics", self.metrics))
+    }
+
+    /// Stops the scheduler with SIGTERM and waits for it to exit.
+    async fn stop(mut self) -> Result<()> {
         if let Some(pid) = self.child.id() {
             // SAFETY: kill(2) on a child we spawned and have not reaped; no memory involved.
             unsafe {
@@ -194,36 +215,21 @@ impl Scheduler {
             let _ = self.child.kill().await;
             bail!("the scheduler did not stop within 30s");
         }
-        let log = std::fs::read_to_string(&self.log)
-            .with_context(|| format!("reading {}", self.log.display()))?;
-        parse_latency(&log).with_context(|| {
-            format!(
-                "no attempt latency in the scheduler's log {}",
-                self.log.display()
-            )
-        })
+        Ok(())
     }
 }
 
-/// Reads `attempts=N attempt_p50_us=N attempt_p99_us=N` from the loop's last log line.
-fn parse_latency(log: &str) -> Option<Latency> {
-    let line = log
-        .lines()
-        .rev()
-        .find(|l| l.contains("scheduling loop stopped"))?;
-    let field = |name: &str| -> Option<u64> {
-        let key = format!("{name}=");
-        let start = line.find(&key)? + key.len();
-        let digits: String = line[start..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        digits.parse().ok()
-    };
+/// The attempt latency summary the scheduler exports.
+const ATTEMPT_SUMMARY: &str = berth_scheduler::metrics::ATTEMPT_DURATION_SUMMARY;
+
+/// Median, 99th percentile (ms) and count of [`ATTEMPT_SUMMARY`] in a scrape.
+fn latency_from_metrics(text: &str) -> Option<Latency> {
+    let quantile =
+        |q: &str| crate::scrape::sample(text, &format!("{ATTEMPT_SUMMARY}{{quantile=\"{q}\"}}"));
     Some(Latency {
-        p50: field("attempt_p50_us")? as f64 / 1e3,
-        p99: field("attempt_p99_us")? as f64 / 1e3,
-        attempts: field("attempts")?,
+        p50: quantile("0.5")? * 1e3,
+        p99: quantile("0.99")? * 1e3,
+        attempts: crate::scrape::sample(text, &format!("{ATTEMPT_SUMMARY}_count"))? as u64,
     })
 }
 
@@ -449,8 +455,9 @@ async fn run_e2e(workload: &Workload, args: &BenchArgs, dir: &Path) -> Result<Re
     let result = drive_e2e(workload, args, &server, &scheduler).await;
     match result {
         Ok((mut report, rss)) => {
-            let latency = scheduler.stop().await?;
-            report.latency_ms = latency;
+            let latency = scheduler.latency().await;
+            scheduler.stop().await?;
+            report.latency_ms = latency?;
             report.peak_rss_bytes = rss;
             Ok(report)
         }
@@ -586,7 +593,7 @@ async fn drive_e2e(
     .await;
     let rss = peak_rss_bytes(scheduler.child.id()).unwrap_or(0);
     let mut notes = vec![
-        "latency: every scheduling attempt of the run (initial and measured pods), from the scheduler's log".to_string(),
+        format!("latency: the scheduling attempts of the run's last 5 minutes (initial and measured pods), from the scheduler's /metrics ({ATTEMPT_SUMMARY})"),
         "peak RSS: the scheduler process".to_string(),
     ];
     if let Some(task) = churn {
@@ -637,30 +644,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn latency_from_the_log() {
-        struct Case {
-            name: &'static str,
-            log: &'static str,
-            want: Option<Latency>,
-        }
+    fn latency_from_the_scrape() {
+        let scrape = "# TYPE berth_scheduling_attempt_duration_seconds summary\nberth_scheduling_attempt_duration_seconds{quantile=\"0.5\"} 0.00004\nberth_scheduling_attempt_duration_seconds{quantile=\"0.9\"} 0.0009\nberth_scheduling_attempt_duration_seconds{quantile=\"0.99\"} 0.0015\nberth_scheduling_attempt_duration_seconds_sum 0.01\nberth_scheduling_attempt_duration_seconds_count 12\n";
         let cases = [
-            Case {
-                name: "plain",
-                log: "x INFO started\ny INFO berth_scheduler::server::scheduling: scheduling loop stopped attempts=12 attempt_p50_us=40 attempt_p99_us=1500\n",
-                want: Some(Latency {
+            (
+                "the summary",
+                scrape,
+                Some(Latency {
                     p50: 0.04,
                     p99: 1.5,
                     attempts: 12,
                 }),
-            },
-            Case {
-                name: "missing",
-                log: "x INFO started\n",
-                want: None,
-            },
+            ),
+            ("no attempt yet", "# nothing\n", None),
         ];
-        for case in cases {
-            assert_eq!(parse_latency(case.log), case.want, "{}", case.name);
+        for (name, text, want) in cases {
+            let got = latency_from_metrics(text);
+            match (&got, &want) {
+                (Some(g), Some(w)) => {
+                    assert!(
+                        (g.p50 - w.p50).abs() < 1e-9 && (g.p99 - w.p99).abs() < 1e-9,
+                        "{name}: {got:?}"
+                    );
+                    assert_eq!(g.attempts, w.attempts, "{name}");
+                }
+                _ => assert_eq!(got, want, "{name}"),
+            }
         }
     }
 }

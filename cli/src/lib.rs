@@ -14,6 +14,7 @@
 //! - [`daemon`]: the scheduler and agent processes (`berth-scheduler`, `berth-agent`,
 //!   `berth scheduler`, `berth agent`): flags, logging, signals.
 //! - [`bench`]: `berth bench`, kube's scheduler_perf workloads measured.
+//! - [`scrape`]: reading a scheduler's `/metrics`.
 //! - [`sim`]: `berth sim`, the scheduler run offline over manifests.
 #![warn(missing_docs)]
 
@@ -27,6 +28,7 @@ pub mod lab;
 pub mod manifest;
 pub mod output;
 pub mod progress;
+pub mod scrape;
 pub mod sim;
 
 use std::process::ExitCode;

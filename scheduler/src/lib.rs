@@ -15,8 +15,8 @@
 #![warn(missing_docs)]
 
 pub use berth_core::{
-    admission, attempt, cycle, disruption, framework, gpushare, lab, nominator, plugins, profile,
-    queue, sim, workloads,
+    admission, attempt, cycle, disruption, framework, gpushare, lab, metrics, nominator, plugins,
+    profile, queue, sim, workloads,
 };
 
 pub mod controllers;
