@@ -491,6 +491,29 @@ fn berth_dev_secures_its_cluster_and_writes_a_client_config_that_works() {
         "invalid bearer token",
         "the environment's token is used",
     );
+    // It serves metrics too, and prints how to scrape them (with the viewer token).
+    let log = || std::fs::read_to_string(dir.path().join("dev.log")).unwrap_or_default();
+    wait_until("berth dev prints its metrics address", || {
+        log().contains("metrics: curl")
+    });
+    let text = log();
+    let line = text
+        .lines()
+        .find(|l| l.contains("metrics: curl"))
+        .expect("the metrics line");
+    let token = line
+        .split("Bearer ")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("a token in the metrics line");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .expect("an address in the metrics line");
+    let (status, body) = common::http_get(addr, "/metrics", Some(token)).expect("scraping");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("berth_agent_sessions 1"), "{body}");
     let status = dev.terminate();
     assert!(status.success(), "berth dev stops cleanly: {status}");
 }

@@ -3,9 +3,9 @@
 //! commands find without flags, and that stops cleanly on Ctrl-C.
 //!
 //! The cluster is not open: `berth dev` writes random tokens into `<data-dir>/tokens.csv`
-//! (an admin token for the CLI, a viewer token for the web view, one node token per agent),
-//! and with `--tls` a throwaway CA and a server certificate for 127.0.0.1 and localhost; the
-//! client config it writes holds the server, the admin token and the CA.
+//! (an admin token for the CLI, a viewer token for the web view and the metrics, one node
+//! token per agent), and with `--tls` a throwaway CA and a server certificate for 127.0.0.1
+//! and localhost; the client config it writes holds the server, the admin token and the CA.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -212,6 +212,7 @@ pub async fn run(args: DevArgs) -> Result<()> {
         None => pick_address(7070)?,
     };
     let web = pick_address(7080)?;
+    let metrics = pick_address(7090)?;
     let exe = std::env::current_exe().context("finding the berth executable")?;
     let tokens = DevTokens::generate(args.nodes);
     let token_file = data_dir.join("tokens.csv");
@@ -226,6 +227,8 @@ pub async fn run(args: DevArgs) -> Result<()> {
         token_file.display().to_string(),
         "--web-listen".into(),
         web.to_string(),
+        "--metrics-listen".into(),
+        metrics.to_string(),
     ];
     let tls = if args.tls {
         let files = generate_tls(&data_dir.join("tls"), &["127.0.0.1", "localhost"])?;
@@ -287,6 +290,10 @@ pub async fn run(args: DevArgs) -> Result<()> {
     println!("  logs:   {}", logs.display());
     println!(
         "  web:    http://{web}/?token={} (read-only view, viewer token)",
+        tokens.viewer
+    );
+    println!(
+        "  metrics: curl -H 'Authorization: Bearer {}' http://{metrics}/metrics",
         tokens.viewer
     );
     println!(
