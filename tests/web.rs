@@ -223,7 +223,21 @@ impl Browser {
 }
 
 impl Drop for Browser {
+    /// Asks Chromium to close, so that it removes its temporary files, and kills it if it
+    /// has not exited within 10 s.
     fn drop(&mut self) {
+        let close = serde_json::to_vec(&json!({"id": 0, "method": "Browser.close"}));
+        if let Ok(mut close) = close {
+            close.push(0);
+            let _ = self.commands.write_all(&close);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
