@@ -330,7 +330,12 @@ impl Cgroups {
                 let reason = if mode == CgroupMode::None {
                     "--cgroups none".to_string()
                 } else if tried.is_empty() {
-                    format!("no cgroup hierarchy has the {controller} controller")
+                    let scope = match mode {
+                        CgroupMode::V2 => "cgroup v2 hierarchy",
+                        CgroupMode::V1 => "cgroup v1 hierarchy",
+                        _ => "cgroup hierarchy",
+                    };
+                    format!("no {scope} offers the {controller} controller")
                 } else {
                     tried.join("; ")
                 };
