@@ -149,3 +149,62 @@ fn rollout_status_returns_when_done_and_history_undo_restart_follow_revisions() 
     let history = cluster.berth_ok(&["rollout", "history", "deployment/web"]);
     assert!(history.ends_with("4         <none>\n\n"), "{history}");
 }
+
+#[test]
+fn wait_returns_when_the_condition_is_met_and_times_out_with_kubectls_error() {
+    let cluster = cluster_with_node();
+    let web = cluster.manifest("web.yaml", &pod_yaml("web", "100m", "", ""));
+    cluster.berth_ok(&["apply", "-f", &display(&web)]);
+    let out = cluster.berth_ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod/web",
+        "--timeout",
+        "60s",
+    ]);
+    assert_eq!(out, "pod/web condition met\n");
+    let out = cluster.berth_ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Running",
+        "pods",
+        "web",
+    ]);
+    assert_eq!(out, "pod/web condition met\n");
+
+    // The same pod through -o jsonpath and -o custom-columns.
+    let names = cluster.berth_ok(&["get", "pods", "-o", "jsonpath={.items[*].metadata.name}"]);
+    assert_eq!(names, "web");
+    let phase = cluster.berth_ok(&["get", "pod", "web", "-o", "jsonpath={.status.phase}"]);
+    assert_eq!(phase, "Running");
+    let columns = cluster.berth_ok(&[
+        "get",
+        "pods",
+        "-o",
+        "custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,GATES:.spec.schedulingGates",
+    ]);
+    assert_eq!(columns, "NAME   NODE   GATES\nweb    n1     <none>\n");
+    let bad = cluster.berth(&["get", "pods", "-o", "jsonpath={.items["]);
+    assert!(!bad.status.success());
+
+    let never = cluster.berth(&[
+        "wait",
+        "--for=condition=Ready=false",
+        "pod/web",
+        "--timeout",
+        "1s",
+    ]);
+    assert_eq!(never.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&never.stderr),
+        "error: timed out waiting for the condition on pods/web\n"
+    );
+    let missing = cluster.berth(&["wait", "--for=condition=Ready", "pod/nope"]);
+    assert!(!missing.status.success());
+
+    let mut deleted = cluster.berth_spawn(&["wait", "--for=delete", "pod/web", "--timeout", "60s"]);
+    let mut lines = Lines::of(&mut deleted);
+    cluster.berth_ok(&["delete", "pod", "web"]);
+    let line = lines.wait_for("when web is deleted", |_| true);
+    assert_eq!(line, "pod/web condition met");
+    assert!(deleted.wait().expect("wait exits").success());
+}

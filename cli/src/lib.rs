@@ -24,6 +24,7 @@ pub mod cmd;
 pub mod config;
 pub mod daemon;
 pub mod dev;
+pub mod jsonpath;
 pub mod lab;
 pub mod manifest;
 pub mod output;
@@ -103,6 +104,8 @@ pub enum Command {
     Scale(cmd::scale::ScaleArgs),
     /// Follow, restart, undo or list the rollouts of deployments.
     Rollout(cmd::rollout::RolloutArgs),
+    /// Wait until objects meet a condition, are created or are deleted.
+    Wait(cmd::wait::WaitArgs),
     /// Run a local cluster: a scheduler and agents, until Ctrl-C.
     Dev(dev::DevArgs),
     /// Measure scheduling throughput on kube's scheduler_perf workloads.

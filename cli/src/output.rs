@@ -320,7 +320,16 @@ pub enum Format {
 
 /// Renders objects as kubectl does: one object alone, several as a `List`.
 pub fn render_objects(objects: &[Object], single: bool, format: Format) -> String {
-    let value = if single && objects.len() == 1 {
+    let value = objects_value(objects, single);
+    match format {
+        Format::Json => pretty_json(&value),
+        Format::Yaml => serde_yaml_ng::to_string(&value).expect("JSON values serialize to YAML"),
+    }
+}
+
+/// Objects as the JSON value kubectl prints: one object alone, several as a `List`.
+pub fn objects_value(objects: &[Object], single: bool) -> serde_json::Value {
+    if single && objects.len() == 1 {
         object_value(&objects[0])
     } else {
         serde_json::json!({
@@ -329,10 +338,6 @@ pub fn render_objects(objects: &[Object], single: bool, format: Format) -> Strin
             "items": objects.iter().map(object_value).collect::<Vec<_>>(),
             "metadata": {"resourceVersion": ""},
         })
-    };
-    match format {
-        Format::Json => pretty_json(&value),
-        Format::Yaml => serde_yaml_ng::to_string(&value).expect("JSON values serialize to YAML"),
     }
 }
 

@@ -21,11 +21,12 @@ use berth_proto::model::{
     Event, IntOrString, Kind, LabelSelector, LabelSelectorOperator, Namespace, Node, Object, Pod,
     PodDisruptionBudget, PriorityClass, ResourceQuota, RuntimeClass, Time,
 };
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::fields::FieldSelector;
 use super::{object_ref, parse_targets, sort_objects, Context, Targets};
 use crate::client::WatchEventType;
+use crate::jsonpath::Template;
 use crate::output::{
     age, format_taint, node_internal_ip, node_roles, node_status, pod_ready, pod_restarts,
     pod_status, render_objects, Format, Table,
@@ -40,8 +41,9 @@ pub struct GetArgs {
     /// resourcequotas (quota).
     #[arg(required = true, value_name = "TYPE [NAME]...")]
     pub resources: Vec<String>,
-    /// Output format.
-    #[arg(short = 'o', long, value_enum, value_name = "FORMAT")]
+    /// Output format: wide, yaml, json, name, `jsonpath=TEMPLATE` or
+    /// `custom-columns=HEADER:PATH,...`.
+    #[arg(short = 'o', long, value_parser = parse_output, value_name = "FORMAT")]
     pub output: Option<OutputFormat>,
     /// List objects in every namespace.
     #[arg(short = 'A', long)]
@@ -70,7 +72,7 @@ pub struct GetArgs {
 }
 
 /// `-o` formats of `berth get`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum OutputFormat {
     /// The table with more columns.
     Wide,
@@ -80,6 +82,78 @@ pub enum OutputFormat {
     Json,
     /// `kind/name` per object.
     Name,
+    /// `jsonpath=TEMPLATE`: the template over the object (or the List).
+    JsonPath(Template),
+    /// `custom-columns=HEADER:PATH,...`: a table of these columns.
+    CustomColumns(Vec<(String, Template)>),
+}
+
+/// Reads `-o` as kubectl does.
+pub fn parse_output(text: &str) -> anyhow::Result<OutputFormat> {
+    Ok(match text {
+        "wide" => OutputFormat::Wide,
+        "yaml" => OutputFormat::Yaml,
+        "json" => OutputFormat::Json,
+        "name" => OutputFormat::Name,
+        _ => {
+            if let Some(template) = text.strip_prefix("jsonpath=") {
+                OutputFormat::JsonPath(Template::parse(template)?)
+            } else if let Some(spec) = text.strip_prefix("custom-columns=") {
+                OutputFormat::CustomColumns(parse_custom_columns(spec)?)
+            } else {
+                bail!("unable to match a printer suitable for the output format {text:?}, allowed formats are: custom-columns,json,jsonpath,name,wide,yaml");
+            }
+        }
+    })
+}
+
+/// `NAME:.metadata.name,NODE:.spec.nodeName` (braces around a path are optional).
+fn parse_custom_columns(spec: &str) -> anyhow::Result<Vec<(String, Template)>> {
+    let mut columns = Vec::new();
+    for column in spec.split(',').filter(|c| !c.is_empty()) {
+        let Some((header, path)) = column.split_once(':') else {
+            bail!("unexpected custom-columns spec: {column}, expected <header>:<json-path-expr>");
+        };
+        let path = if path.starts_with('{') {
+            path.to_string()
+        } else {
+            format!("{{{path}}}")
+        };
+        columns.push((header.to_string(), Template::parse(&path)?));
+    }
+    if columns.is_empty() {
+        bail!("custom-columns format specified but no custom columns given");
+    }
+    Ok(columns)
+}
+
+/// The custom-columns table of objects: each cell the path's values joined by commas,
+/// `<none>` when it has none.
+pub fn custom_columns_table(columns: &[(String, Template)], objects: &[Object]) -> Table {
+    let mut table = Table::new(columns.iter().map(|(h, _)| h.clone()));
+    for object in objects {
+        let value = crate::output::object_value(object);
+        let cells = columns
+            .iter()
+            .map(|(_, template)| {
+                let values = template.values(&value).unwrap_or_default();
+                let texts: Vec<String> = values
+                    .iter()
+                    .map(|v| match v {
+                        serde_json::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect();
+                if texts.is_empty() {
+                    "<none>".to_string()
+                } else {
+                    texts.join(",")
+                }
+            })
+            .collect();
+        table.row(cells);
+    }
+    table
 }
 
 /// How a table is printed.
@@ -165,7 +239,16 @@ pub async fn run(args: GetArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
 
     let total: usize = groups.iter().map(|(_, objects)| objects.len()).sum();
     let all_cluster_scoped = groups.iter().all(|(k, _)| !k.is_namespaced());
-    let text = match args.output {
+    let text = match &args.output {
+        Some(OutputFormat::JsonPath(template)) => {
+            let objects: Vec<Object> = groups.into_iter().flat_map(|(_, o)| o).collect();
+            let single = by_name && failures.is_empty() && total == 1 && names_count(&targets) == 1;
+            template.render(&crate::output::objects_value(&objects, single))?
+        }
+        Some(OutputFormat::CustomColumns(columns)) => {
+            let objects: Vec<Object> = groups.into_iter().flat_map(|(_, o)| o).collect();
+            custom_columns_table(columns, &objects).render(!args.no_headers)
+        }
         Some(OutputFormat::Yaml | OutputFormat::Json) => {
             let format = if args.output == Some(OutputFormat::Json) {
                 Format::Json
@@ -210,7 +293,10 @@ pub async fn run(args: GetArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
         }
     };
     ctx.print(&text)?;
-    let table_output = matches!(args.output, None | Some(OutputFormat::Wide));
+    let table_output = matches!(
+        args.output,
+        None | Some(OutputFormat::Wide | OutputFormat::CustomColumns(_))
+    );
     if total == 0 && failures.is_empty() && !by_name && table_output {
         let message = if args.all_namespaces || all_cluster_scoped {
             "No resources found".to_string()
@@ -238,7 +324,7 @@ impl Printer {
     /// The printer `get --watch` uses for `kind` with these flags.
     pub fn for_watch(args: &GetArgs, kind: Kind) -> Self {
         Printer {
-            output: args.output,
+            output: args.output.clone(),
             options: TableOptions {
                 wide: args.output == Some(OutputFormat::Wide),
                 namespace_column: args.all_namespaces && kind.is_namespaced(),
@@ -263,7 +349,18 @@ impl Printer {
             return Ok(String::new());
         }
         let mut text = String::new();
-        match self.output {
+        match &self.output {
+            Some(OutputFormat::JsonPath(template)) => {
+                for (_, object) in items {
+                    text.push_str(&template.render(&crate::output::object_value(object))?);
+                }
+            }
+            Some(OutputFormat::CustomColumns(columns)) => {
+                let objects: Vec<Object> = items.iter().map(|(_, o)| o.clone()).collect();
+                text = custom_columns_table(columns, &objects)
+                    .render(self.headers && !self.printed_header);
+                self.printed_header = true;
+            }
             Some(OutputFormat::Wide) | None => {
                 let objects: Vec<Object> = items.iter().map(|(_, o)| o.clone()).collect();
                 let mut table = table(kind, &objects, self.options, now);
@@ -290,7 +387,7 @@ impl Printer {
                     } else {
                         crate::output::object_value(object)
                     };
-                    if format == OutputFormat::Yaml {
+                    if *format == OutputFormat::Yaml {
                         if self.documents > 0 {
                             text.push_str("---\n");
                         }

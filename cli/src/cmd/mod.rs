@@ -16,6 +16,7 @@ pub mod rollout;
 pub mod scale;
 pub mod taint;
 pub mod top;
+pub mod wait;
 pub mod watch;
 
 #[cfg(test)]
@@ -231,6 +232,7 @@ pub async fn run(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<()> 
         Command::Logs(args) => logs::run(args, ctx).await,
         Command::Top(args) => top::run(args, ctx).await,
         Command::Rollout(args) => rollout::run(args, ctx).await,
+        Command::Wait(args) => wait::run(args, ctx).await,
         Command::Dev(_) => bail!("`berth dev` is not a client verb"),
         Command::Bench(_) => bail!("`berth bench` is not a client verb"),
         Command::Sim(_) => bail!("`berth sim` is not a client verb"),

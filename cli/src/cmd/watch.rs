@@ -205,6 +205,16 @@ mod tests {
                 ],
             ),
             (
+                &["berth", "get", "pods", "-w", "-o", "jsonpath={.metadata.name}{\"\\n\"}"],
+                &[&[Added, Added], &[Deleted]],
+                &["p0\np1\n", "p0\n"],
+            ),
+            (
+                &["berth", "get", "pods", "-w", "-o", "custom-columns=POD:.metadata.name,NS:metadata.namespace"],
+                &[&[Added], &[Deleted]],
+                &["POD   NS\np0    default\n", "p0    default\n"],
+            ),
+            (
                 &["berth", "get", "pods", "-w", "-o", "name"],
                 &[&[Added], &[Deleted]],
                 &["pod/p0\n", "pod/p0\n"],
