@@ -480,6 +480,10 @@ fn known_kind(kind: &str) -> Option<Kind> {
         "DaemonSet" => Some(Kind::DaemonSet),
         "ResourceQuota" => Some(Kind::ResourceQuota),
         "Job" => Some(Kind::Job),
+        "DeviceClass" => Some(Kind::DeviceClass),
+        "ResourceClaim" => Some(Kind::ResourceClaim),
+        "ResourceClaimTemplate" => Some(Kind::ResourceClaimTemplate),
+        "ResourceSlice" => Some(Kind::ResourceSlice),
         _ => None,
     }
 }

@@ -300,6 +300,10 @@ pub fn kind_display(kind: Kind) -> &'static str {
         Kind::DaemonSet => "daemonset.apps",
         Kind::ResourceQuota => "resourcequota",
         Kind::Job => "job.batch",
+        Kind::DeviceClass => "deviceclass.resource.k8s.io",
+        Kind::ResourceClaim => "resourceclaim.resource.k8s.io",
+        Kind::ResourceClaimTemplate => "resourceclaimtemplate.resource.k8s.io",
+        Kind::ResourceSlice => "resourceslice.resource.k8s.io",
     }
 }
 

@@ -126,7 +126,11 @@ pub async fn run(args: DescribeArgs, ctx: &mut Context<'_>) -> anyhow::Result<()
             | Object::Deployment(_)
             | Object::ReplicaSet(_)
             | Object::DaemonSet(_)
-            | Object::ResourceQuota(_) => {
+            | Object::ResourceQuota(_)
+            | Object::DeviceClass(_)
+            | Object::ResourceClaim(_)
+            | Object::ResourceClaimTemplate(_)
+            | Object::ResourceSlice(_) => {
                 serde_yaml_ng::to_string(&crate::output::object_value(object))?
             }
         };
@@ -740,7 +744,7 @@ mod tests {
                     .map(|(k, v)| (k.to_string(), q(v)))
                     .collect(),
                 limits: limits.iter().map(|(k, v)| (k.to_string(), q(v))).collect(),
-                claims: None,
+                claims: Vec::new(),
             },
             ..Default::default()
         }

@@ -36,7 +36,11 @@ fn supported_fields(kind: Kind) -> &'static [&'static str] {
             "status.nominatedNodeName",
         ],
         Kind::Node => &["metadata.name", "spec.unschedulable"],
-        Kind::PriorityClass | Kind::RuntimeClass => &["metadata.name"],
+        Kind::PriorityClass | Kind::RuntimeClass | Kind::DeviceClass => &["metadata.name"],
+        Kind::ResourceSlice => &["metadata.name", "spec.nodeName", "spec.driver"],
+        Kind::ResourceClaim | Kind::ResourceClaimTemplate => {
+            &["metadata.name", "metadata.namespace"]
+        }
         Kind::Namespace => &["metadata.name", "status.phase"],
         Kind::PodDisruptionBudget
         | Kind::Deployment
@@ -154,8 +158,16 @@ fn field_value(object: &Object, field: &str) -> Option<String> {
             "status.phase" => Some(ns.phase().to_string()),
             _ => None,
         },
+        Object::ResourceSlice(slice) => match field {
+            "spec.nodeName" => Some(slice.spec.node_name.clone().unwrap_or_default()),
+            "spec.driver" => Some(slice.spec.driver.clone()),
+            _ => None,
+        },
         Object::PriorityClass(_)
         | Object::RuntimeClass(_)
+        | Object::DeviceClass(_)
+        | Object::ResourceClaim(_)
+        | Object::ResourceClaimTemplate(_)
         | Object::PodDisruptionBudget(_)
         | Object::Deployment(_)
         | Object::ReplicaSet(_)

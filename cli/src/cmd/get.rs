@@ -515,6 +515,9 @@ pub fn table(kind: Kind, objects: &[Object], options: TableOptions, now: SystemT
             "SELECTOR",
         ],
         Kind::Job => &["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"],
+        Kind::DeviceClass | Kind::ResourceClaimTemplate => &["NAME", "AGE"],
+        Kind::ResourceClaim => &["NAME", "STATE", "AGE"],
+        Kind::ResourceSlice => &["NAME", "NODE", "DRIVER", "POOL", "AGE"],
     };
     header.extend_from_slice(columns);
     if options.show_labels {
@@ -545,6 +548,22 @@ pub fn table(kind: Kind, objects: &[Object], options: TableOptions, now: SystemT
             | Object::DaemonSet(_)
             | Object::Job(_) => workload_row(&mut row, name, object, options.wide, now),
             Object::ResourceQuota(q) => quota_row(&mut row, name, q, now),
+            Object::DeviceClass(_) | Object::ResourceClaimTemplate(_) => {
+                row.push(name);
+                row.push(age(meta.creation_timestamp.as_ref(), now));
+            }
+            Object::ResourceClaim(claim) => {
+                row.push(name);
+                row.push(claim.state());
+                row.push(age(meta.creation_timestamp.as_ref(), now));
+            }
+            Object::ResourceSlice(slice) => {
+                row.push(name);
+                row.push(or_none(slice.spec.node_name.as_deref().unwrap_or("")));
+                row.push(slice.spec.driver.clone());
+                row.push(slice.spec.pool.name.clone());
+                row.push(age(meta.creation_timestamp.as_ref(), now));
+            }
         }
         if options.show_labels {
             row.push(labels_cell(&meta.labels));

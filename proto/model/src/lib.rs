@@ -3,6 +3,8 @@
 //!
 //! # Layout
 //!
+//! - [`cel`]: DRA device selectors (CEL expressions over a device), compiled and
+//!   evaluated as kube's DRA CEL library does.
 //! - [`conditions`]: setting a pod's or a node's condition, once.
 //! - [`model`]: Kubernetes objects (`Pod`, `Node`, `PriorityClass`, `Event`, ...) with
 //!   Kubernetes' field names, as serde structs: the same types read manifests, live in the
@@ -24,6 +26,7 @@
 //! No network, store or runtime dependency: the compiler keeps the rules pure.
 #![warn(missing_docs)]
 
+pub mod cel;
 pub mod conditions;
 pub mod decode;
 pub mod model;

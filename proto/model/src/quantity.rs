@@ -160,6 +160,39 @@ impl Quantity {
     pub fn is_negative(&self) -> bool {
         self.millis < 0
     }
+
+    /// -1, 0 or 1 as the quantity is below, at or above zero (kube CEL's `sign()`).
+    pub fn sign(&self) -> i64 {
+        self.millis.signum() as i64
+    }
+
+    /// The whole value when it is an integer that fits an `i64` (kube CEL's `asInteger()`).
+    pub fn as_i64(&self) -> Option<i64> {
+        if self.is_integer() {
+            i64::try_from(self.millis / 1000).ok()
+        } else {
+            None
+        }
+    }
+
+    /// The value as a float, possibly rounded (kube CEL's `asApproximateFloat()`).
+    pub fn as_f64(&self) -> f64 {
+        self.millis as f64 / 1000.0
+    }
+
+    /// The sum, or `None` past what a quantity can hold.
+    pub fn checked_add(self, other: Quantity) -> Option<Quantity> {
+        self.millis
+            .checked_add(other.millis)
+            .map(|millis| Quantity { millis })
+    }
+
+    /// The difference, or `None` past what a quantity can hold.
+    pub fn checked_sub(self, other: Quantity) -> Option<Quantity> {
+        self.millis
+            .checked_sub(other.millis)
+            .map(|millis| Quantity { millis })
+    }
 }
 
 fn parse_suffix(suffix: &str) -> Option<(i32, u32)> {

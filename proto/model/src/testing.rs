@@ -1,5 +1,6 @@
 //! Test builders for Berth's objects, in the manner of kube's `MakePod()`/`MakeNode()`:
-//! [`PodBuilder`], [`NodeBuilder`], and toleration and container helpers. Compiled only with
+//! [`PodBuilder`], [`NodeBuilder`], and toleration and container helpers; the DRA kinds'
+//! builders are in `testing/dra.rs`. Compiled only with
 //! the `testing` feature, which the workspace's crates enable for their tests.
 
 use crate::model::{
@@ -10,6 +11,9 @@ use crate::model::{
 };
 use crate::names::{CONDITION_READY, STATUS_TRUE};
 use crate::Quantity;
+
+mod dra;
+pub use dra::*;
 
 /// Parses a quantity written in a test.
 pub fn qty(s: &str) -> Quantity {

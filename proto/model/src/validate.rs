@@ -28,6 +28,8 @@ use crate::quantity::Quantity;
 
 mod job;
 pub use job::{validate_job, MAX_INDEXED_COMPLETIONS};
+mod resource;
+pub use resource::*;
 
 /// Longest object name (a DNS subdomain), in characters.
 pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
@@ -1162,6 +1164,7 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &str) -> Vec<FieldError> {
         &spec.runtime_class_name,
         &child(path, "runtimeClassName"),
     ));
+    errs.extend(validate_pod_resource_claims(spec, path));
     errs
 }
 
@@ -1847,6 +1850,10 @@ pub fn validate_object(obj: &Object) -> Result<(), ValidationErrors> {
         Object::DaemonSet(d) => validate_daemon_set(d),
         Object::ResourceQuota(q) => validate_resource_quota(q),
         Object::Job(j) => validate_job(j),
+        Object::DeviceClass(c) => resource::validate_device_class(c),
+        Object::ResourceClaim(c) => resource::validate_resource_claim(c),
+        Object::ResourceClaimTemplate(t) => resource::validate_resource_claim_template(t),
+        Object::ResourceSlice(s) => resource::validate_resource_slice(s),
     }
 }
 
@@ -1901,7 +1908,7 @@ mod tests {
                     ("example.com/gpu", "1"),
                 ]),
                 limits: resources(&[("cpu", "1"), ("memory", "128Mi"), ("example.com/gpu", "1")]),
-                claims: None,
+                claims: Vec::new(),
             },
             env: vec![EnvVar {
                 name: "MODE".into(),
@@ -2039,7 +2046,7 @@ mod tests {
                 resources: Some(ResourceRequirements {
                     requests: resources(&[("cpu", "1")]),
                     limits: resources(&[("cpu", "2"), ("memory", "1Gi")]),
-                    claims: None,
+                    claims: Vec::new(),
                 }),
                 runtime_class_name: "kata".into(),
                 ..Default::default()

@@ -18,6 +18,7 @@ mod pod;
 mod policy;
 mod priority;
 mod quota;
+mod resource;
 mod runtime_class;
 mod scheduling;
 
@@ -33,6 +34,7 @@ pub use pod::*;
 pub use policy::*;
 pub use priority::*;
 pub use quota::*;
+pub use resource::*;
 pub use runtime_class::*;
 pub use scheduling::*;
 

@@ -4,8 +4,9 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{
-    DaemonSet, Deployment, Event, Job, Namespace, Node, ObjectMeta, Pod, PodDisruptionBudget,
-    PriorityClass, ReplicaSet, ResourceQuota, RuntimeClass,
+    DaemonSet, Deployment, DeviceClass, Event, Job, Namespace, Node, ObjectMeta, Pod,
+    PodDisruptionBudget, PriorityClass, ReplicaSet, ResourceClaim, ResourceClaimTemplate,
+    ResourceQuota, ResourceSlice, RuntimeClass,
 };
 
 /// The kinds of object the API stores.
@@ -35,11 +36,19 @@ pub enum Kind {
     ResourceQuota,
     /// `batch/v1` Job, namespaced.
     Job,
+    /// `resource.k8s.io/v1` DeviceClass, cluster-scoped.
+    DeviceClass,
+    /// `resource.k8s.io/v1` ResourceClaim, namespaced.
+    ResourceClaim,
+    /// `resource.k8s.io/v1` ResourceClaimTemplate, namespaced.
+    ResourceClaimTemplate,
+    /// `resource.k8s.io/v1` ResourceSlice, cluster-scoped.
+    ResourceSlice,
 }
 
 impl Kind {
     /// Every kind, in a fixed order (the store opens one tree per entry).
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Pod,
         Kind::Node,
         Kind::PriorityClass,
@@ -52,6 +61,10 @@ impl Kind {
         Kind::DaemonSet,
         Kind::ResourceQuota,
         Kind::Job,
+        Kind::DeviceClass,
+        Kind::ResourceClaim,
+        Kind::ResourceClaimTemplate,
+        Kind::ResourceSlice,
     ];
 
     /// The kind's name as in manifests.
@@ -69,6 +82,10 @@ impl Kind {
             Kind::DaemonSet => "DaemonSet",
             Kind::ResourceQuota => "ResourceQuota",
             Kind::Job => "Job",
+            Kind::DeviceClass => "DeviceClass",
+            Kind::ResourceClaim => "ResourceClaim",
+            Kind::ResourceClaimTemplate => "ResourceClaimTemplate",
+            Kind::ResourceSlice => "ResourceSlice",
         }
     }
 
@@ -88,6 +105,10 @@ impl Kind {
             Kind::DaemonSet => "daemonsets",
             Kind::ResourceQuota => "resourcequotas",
             Kind::Job => "jobs",
+            Kind::DeviceClass => "deviceclasses",
+            Kind::ResourceClaim => "resourceclaims",
+            Kind::ResourceClaimTemplate => "resourceclaimtemplates",
+            Kind::ResourceSlice => "resourceslices",
         }
     }
 
@@ -100,6 +121,10 @@ impl Kind {
             Kind::PodDisruptionBudget => "policy/v1",
             Kind::Deployment | Kind::ReplicaSet | Kind::DaemonSet => "apps/v1",
             Kind::Job => "batch/v1",
+            Kind::DeviceClass
+            | Kind::ResourceClaim
+            | Kind::ResourceClaimTemplate
+            | Kind::ResourceSlice => "resource.k8s.io/v1",
         }
     }
 
@@ -113,8 +138,15 @@ impl Kind {
             | Kind::ReplicaSet
             | Kind::DaemonSet
             | Kind::ResourceQuota
-            | Kind::Job => true,
-            Kind::Node | Kind::PriorityClass | Kind::Namespace | Kind::RuntimeClass => false,
+            | Kind::Job
+            | Kind::ResourceClaim
+            | Kind::ResourceClaimTemplate => true,
+            Kind::Node
+            | Kind::PriorityClass
+            | Kind::Namespace
+            | Kind::RuntimeClass
+            | Kind::DeviceClass
+            | Kind::ResourceSlice => false,
         }
     }
 
@@ -138,6 +170,10 @@ impl Kind {
             "daemonset" | "daemonsets" | "ds" => Some(Kind::DaemonSet),
             "resourcequota" | "resourcequotas" | "quota" => Some(Kind::ResourceQuota),
             "job" | "jobs" => Some(Kind::Job),
+            "deviceclass" | "deviceclasses" => Some(Kind::DeviceClass),
+            "resourceclaim" | "resourceclaims" => Some(Kind::ResourceClaim),
+            "resourceclaimtemplate" | "resourceclaimtemplates" => Some(Kind::ResourceClaimTemplate),
+            "resourceslice" | "resourceslices" => Some(Kind::ResourceSlice),
             _ => None,
         }
     }
@@ -165,6 +201,10 @@ macro_rules! each_kind {
             Object::DaemonSet($o) => $body,
             Object::ResourceQuota($o) => $body,
             Object::Job($o) => $body,
+            Object::DeviceClass($o) => $body,
+            Object::ResourceClaim($o) => $body,
+            Object::ResourceClaimTemplate($o) => $body,
+            Object::ResourceSlice($o) => $body,
         }
     };
 }
@@ -196,6 +236,14 @@ pub enum Object {
     ResourceQuota(ResourceQuota),
     /// A job.
     Job(Job),
+    /// A device class.
+    DeviceClass(DeviceClass),
+    /// A resource claim.
+    ResourceClaim(ResourceClaim),
+    /// A resource claim template.
+    ResourceClaimTemplate(ResourceClaimTemplate),
+    /// A resource slice.
+    ResourceSlice(ResourceSlice),
 }
 
 impl Object {
@@ -214,6 +262,10 @@ impl Object {
             Object::DaemonSet(_) => Kind::DaemonSet,
             Object::ResourceQuota(_) => Kind::ResourceQuota,
             Object::Job(_) => Kind::Job,
+            Object::DeviceClass(_) => Kind::DeviceClass,
+            Object::ResourceClaim(_) => Kind::ResourceClaim,
+            Object::ResourceClaimTemplate(_) => Kind::ResourceClaimTemplate,
+            Object::ResourceSlice(_) => Kind::ResourceSlice,
         }
     }
 
@@ -267,6 +319,12 @@ impl Object {
             Kind::DaemonSet => Object::DaemonSet(Deserialize::deserialize(deserializer)?),
             Kind::ResourceQuota => Object::ResourceQuota(Deserialize::deserialize(deserializer)?),
             Kind::Job => Object::Job(Deserialize::deserialize(deserializer)?),
+            Kind::DeviceClass => Object::DeviceClass(Deserialize::deserialize(deserializer)?),
+            Kind::ResourceClaim => Object::ResourceClaim(Deserialize::deserialize(deserializer)?),
+            Kind::ResourceClaimTemplate => {
+                Object::ResourceClaimTemplate(Deserialize::deserialize(deserializer)?)
+            }
+            Kind::ResourceSlice => Object::ResourceSlice(Deserialize::deserialize(deserializer)?),
         };
         object.fill_type_meta();
         Ok(object)
@@ -440,6 +498,34 @@ mod tests {
                 want: Kind::Job,
                 api_version: "batch/v1",
                 namespaced: true,
+            },
+            Case {
+                name: "device class",
+                inputs: &["deviceclass", "deviceclasses", "DeviceClasses"],
+                want: Kind::DeviceClass,
+                api_version: "resource.k8s.io/v1",
+                namespaced: false,
+            },
+            Case {
+                name: "resource claim",
+                inputs: &["resourceclaim", "resourceclaims"],
+                want: Kind::ResourceClaim,
+                api_version: "resource.k8s.io/v1",
+                namespaced: true,
+            },
+            Case {
+                name: "resource claim template",
+                inputs: &["resourceclaimtemplate", "resourceclaimtemplates"],
+                want: Kind::ResourceClaimTemplate,
+                api_version: "resource.k8s.io/v1",
+                namespaced: true,
+            },
+            Case {
+                name: "resource slice",
+                inputs: &["resourceslice", "resourceslices"],
+                want: Kind::ResourceSlice,
+                api_version: "resource.k8s.io/v1",
+                namespaced: false,
             },
         ];
         assert_eq!(cases.len(), Kind::ALL.len(), "one case per kind");

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Affinity, Ignored, ObjectMeta, ResourceList, StringMap, Time, Toleration,
-    TopologySpreadConstraint,
+    Affinity, Ignored, ObjectMeta, PodResourceClaim, PodResourceClaimStatus, ResourceClaimRef,
+    ResourceList, StringMap, Time, Toleration, TopologySpreadConstraint,
 };
 
 /// A pod (`v1/Pod`).
@@ -132,6 +132,9 @@ pub struct PodSpec {
     /// RuntimeClass; in `berth sim` its overhead is added to the pod.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub runtime_class_name: String,
+    /// DRA claims the pod uses, by name or made from a template (`resource.k8s.io/v1`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resource_claims: Vec<PodResourceClaim>,
     /// Accepted and ignored.
     #[serde(skip_serializing)]
     pub volumes: Ignored,
@@ -197,9 +200,6 @@ pub struct PodSpec {
     pub host_users: Ignored,
     /// Accepted and ignored.
     #[serde(skip_serializing)]
-    pub resource_claims: Ignored,
-    /// Accepted and ignored.
-    #[serde(skip_serializing)]
     pub set_hostname_as_fqdn: Ignored,
 }
 
@@ -221,9 +221,9 @@ pub struct ResourceRequirements {
     /// Upper bounds; a request left out defaults to its limit.
     #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub limits: ResourceList,
-    /// Accepted and ignored.
-    #[serde(skip_serializing)]
-    pub claims: Ignored,
+    /// The pod's DRA claims (`spec.resourceClaims[].name`) this container uses.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ResourceClaimRef>,
 }
 
 /// An environment variable.
@@ -427,6 +427,9 @@ pub struct PodStatus {
     /// Containers' status.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub container_statuses: Vec<ContainerStatus>,
+    /// The claims made for the pod's template entries (`spec.resourceClaims`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resource_claim_statuses: Vec<PodResourceClaimStatus>,
     /// Accepted and ignored.
     #[serde(skip_serializing)]
     pub pod_ip: Ignored,
