@@ -18,6 +18,8 @@ use berth_scheduler::framework::resources::pod_requests;
 use clap::Args;
 
 use super::{parse_targets, sort_objects, Context, Targets};
+
+mod generic;
 use crate::output::{age, format_taint, format_toleration, node_roles, tabulate, DESCRIBE_PADDING};
 
 /// Flags of `berth describe`.
@@ -126,12 +128,17 @@ pub async fn run(args: DescribeArgs, ctx: &mut Context<'_>) -> anyhow::Result<()
             | Object::Deployment(_)
             | Object::ReplicaSet(_)
             | Object::DaemonSet(_)
-            | Object::ResourceQuota(_)
-            | Object::DeviceClass(_)
+            | Object::ResourceQuota(_) => {
+                serde_yaml_ng::to_string(&crate::output::object_value(object))?
+            }
+            Object::DeviceClass(_)
             | Object::ResourceClaim(_)
             | Object::ResourceClaimTemplate(_)
             | Object::ResourceSlice(_) => {
-                serde_yaml_ng::to_string(&crate::output::object_value(object))?
+                let meta = object.meta();
+                let events = client.list(Kind::Event, &meta.namespace, "", "").await?;
+                let about = events_about(&events, object.kind().as_str(), meta);
+                generic::describe_generic(object, &about, now)
             }
         };
         sections.push(text);
