@@ -3,9 +3,10 @@
 //!
 //! # Layout
 //!
-//! - A loop on its own thread watches nodes, pods and events (the informer runtime), counts
-//!   bindings, samples the charts every [`SAMPLE_INTERVAL`] and publishes the page's JSON
-//!   ([`view`]) through a watch channel, at most every [`PUBLISH_INTERVAL`].
+//! - A loop on its own thread watches nodes, pods, events, ResourceSlices and ResourceClaims
+//!   (the informer runtime), counts bindings, samples the charts every [`SAMPLE_INTERVAL`]
+//!   and publishes the page's JSON ([`view`]) through a watch channel, at most every
+//!   [`PUBLISH_INTERVAL`].
 //! - The router serves the page and its assets, `GET /api/view` (the latest JSON) and
 //!   `GET /api/stream` (the same JSON as a server-sent event each time it changes; closed on
 //!   shutdown).
@@ -73,7 +74,14 @@ pub async fn start(
     shutdown: CancellationToken,
 ) -> Result<WebView, ServeError> {
     let (publish, views) = watch::channel(Arc::new(String::from("null")));
-    let informer = Informer::new("web view", store, &[Kind::Node, Kind::Pod, Kind::Event]);
+    let kinds = [
+        Kind::Node,
+        Kind::Pod,
+        Kind::Event,
+        Kind::ResourceSlice,
+        Kind::ResourceClaim,
+    ];
+    let informer = Informer::new("web view", store, &kinds);
     let router = router(views, auth, shutdown.clone());
     let server = http::serve("web", addr, router, shutdown.clone()).await?;
     let thread = informer::spawn("web-view", move || run(informer, publish, shutdown));
@@ -114,13 +122,12 @@ async fn run(
                 dirty = true;
             }
             _ = sample.tick(), if listed => {
-                let (nodes, pods, _) = objects(informer.cache());
-                history.sample(&view::summarize(&nodes, &pods), SystemTime::now());
+                let cluster = cluster(informer.cache());
+                history.sample(&view::summarize(&cluster), SystemTime::now());
                 dirty = true;
             }
             _ = publish_tick.tick(), if dirty && listed => {
-                let (nodes, pods, events) = objects(informer.cache());
-                let built = view::build(&nodes, &pods, &events, &history, SystemTime::now());
+                let built = view::build(&cluster(informer.cache()), &history, SystemTime::now());
                 match serde_json::to_string(&built) {
                     Ok(json) => {
                         publish.send_replace(Arc::new(json));
@@ -133,28 +140,29 @@ async fn run(
     }
 }
 
-type Objects<'a> = (
-    Vec<&'a berth_proto::model::Node>,
-    Vec<&'a berth_proto::model::Pod>,
-    Vec<&'a berth_proto::model::Event>,
-);
-
-/// The nodes, pods and events the informer holds.
-fn objects(cache: &informer::Reflector) -> Objects<'_> {
-    let nodes = cache.nodes();
-    let mut pods = Vec::new();
-    let mut events = Vec::new();
-    for object in cache.list(Kind::Pod, None) {
-        if let Object::Pod(pod) = object {
-            pods.push(pod);
+/// The objects the informer holds.
+fn cluster(cache: &informer::Reflector) -> view::Cluster<'_> {
+    let mut cluster = view::Cluster {
+        nodes: cache.nodes(),
+        ..view::Cluster::default()
+    };
+    for kind in [
+        Kind::Pod,
+        Kind::Event,
+        Kind::ResourceSlice,
+        Kind::ResourceClaim,
+    ] {
+        for object in cache.list(kind, None) {
+            match object {
+                Object::Pod(pod) => cluster.pods.push(pod),
+                Object::Event(event) => cluster.events.push(event),
+                Object::ResourceSlice(slice) => cluster.slices.push(slice),
+                Object::ResourceClaim(claim) => cluster.claims.push(claim),
+                _ => {}
+            }
         }
     }
-    for object in cache.list(Kind::Event, None) {
-        if let Object::Event(event) = object {
-            events.push(event);
-        }
-    }
-    (nodes, pods, events)
+    cluster
 }
 
 /// What the handlers share.

@@ -3,10 +3,10 @@
 //! events, and the history of the charts. Built from the watched objects by pure functions,
 //! so that every rule here is unit-tested without a server.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use berth_proto::model::{Event, Node, Pod, PodPhase, Time};
+use berth_proto::model::{Event, Node, Pod, PodPhase, ResourceClaim, ResourceSlice, Time};
 use berth_proto::printers::{node_status, pod_status};
 use berth_proto::resources::{self, pod_requests, Resources};
 use serde::Serialize;
@@ -22,6 +22,21 @@ pub const HISTORY_SAMPLES: usize = 300;
 
 /// The scheduler's event reason for a pod it could not place.
 const FAILED_SCHEDULING: &str = "FailedScheduling";
+
+/// The objects a view is built from.
+#[derive(Clone, Debug, Default)]
+pub struct Cluster<'a> {
+    /// Nodes.
+    pub nodes: Vec<&'a Node>,
+    /// Pods.
+    pub pods: Vec<&'a Pod>,
+    /// Events.
+    pub events: Vec<&'a Event>,
+    /// ResourceSlices: the nodes' devices.
+    pub slices: Vec<&'a ResourceSlice>,
+    /// ResourceClaims: which devices are allocated.
+    pub claims: Vec<&'a ResourceClaim>,
+}
 
 /// Everything the page shows.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -62,7 +77,8 @@ pub struct Summary {
 
 /// One resource's allocation: what the pods bound to a node request, against what the node
 /// offers. Amounts are in the resource's base unit: millicores for `cpu`, bytes for
-/// `memory`, a count otherwise.
+/// `memory`, a count otherwise. A node's devices (ResourceSlices) get a bar per driver,
+/// named by the driver: its devices held by allocated claims, against all of them.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Bar {
@@ -84,7 +100,8 @@ pub struct NodeView {
     pub status: String,
     /// Whether the Ready condition is True.
     pub ready: bool,
-    /// cpu, memory, pods, then the extended resources the node offers.
+    /// cpu, memory, pods, the extended resources the node offers, then its devices by
+    /// driver.
     pub bars: Vec<Bar>,
     /// Taints as kubectl prints them (`key=value:Effect`).
     pub taints: Vec<String>,
@@ -265,22 +282,75 @@ fn requests_by_node<'a>(pods: &[&'a Pod]) -> HashMap<&'a str, Resources> {
     by_node
 }
 
-/// A node's bars: cpu, memory and pods, then each extended resource it offers (devices such
-/// as `example.com/gpu`, hugepages), in name order.
-fn node_bars(node: &Node, requested: Option<&Resources>) -> Vec<Bar> {
+/// Devices by node and driver: how many node-local devices the newest generation of each
+/// pool has, and how many of them allocated claims hold (allocated, total).
+type Devices<'a> = HashMap<&'a str, BTreeMap<&'a str, (i64, i64)>>;
+
+fn devices_by_node<'a>(slices: &[&'a ResourceSlice], claims: &[&'a ResourceClaim]) -> Devices<'a> {
+    let mut newest: HashMap<(&str, &str), i64> = HashMap::new();
+    for slice in slices {
+        let pool = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
+        let generation = newest.entry(pool).or_insert(slice.spec.pool.generation);
+        *generation = (*generation).max(slice.spec.pool.generation);
+    }
+    let held: HashSet<(&str, &str, &str)> = claims
+        .iter()
+        .filter_map(|claim| claim.status.allocation.as_ref())
+        .flat_map(|allocation| &allocation.devices.results)
+        .map(|r| (r.driver.as_str(), r.pool.as_str(), r.device.as_str()))
+        .collect();
+    let mut by_node: Devices = HashMap::new();
+    for slice in slices {
+        let (driver, pool) = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
+        if newest.get(&(driver, pool)) != Some(&slice.spec.pool.generation) {
+            continue;
+        }
+        for device in &slice.spec.devices {
+            // Devices reachable from many nodes (a selector, all nodes) belong to none.
+            let node = if slice.spec.per_device_node_selection == Some(true) {
+                device.node_name.as_deref()
+            } else {
+                slice.spec.node_name.as_deref()
+            };
+            let Some(node) = node else { continue };
+            let counts = by_node.entry(node).or_default().entry(driver).or_default();
+            counts.1 += 1;
+            if held.contains(&(driver, pool, device.name.as_str())) {
+                counts.0 += 1;
+            }
+        }
+    }
+    by_node
+}
+
+/// A node's bars: cpu, memory and pods, then each extended resource it offers
+/// (`example.com/gpu`, hugepages) in name order, then its devices by driver.
+fn node_bars(
+    node: &Node,
+    requested: Option<&Resources>,
+    devices: Option<&BTreeMap<&str, (i64, i64)>>,
+) -> Vec<Bar> {
     let allocatable = Resources::from_list(node.allocatable());
     let zero = Resources::default();
     let requested = requested.unwrap_or(&zero);
     let mut names = vec![resources::CPU, resources::MEMORY, resources::PODS];
     names.extend(allocatable.scalar.iter().map(|(name, _)| name.as_str()));
-    names
+    let mut bars: Vec<Bar> = names
         .into_iter()
         .map(|name| Bar {
             resource: name.to_string(),
             allocated: requested.get(name),
             allocatable: allocatable.get(name),
         })
-        .collect()
+        .collect();
+    for (driver, (allocated, total)) in devices.into_iter().flatten() {
+        bars.push(Bar {
+            resource: driver.to_string(),
+            allocated: *allocated,
+            allocatable: *total,
+        });
+    }
+    bars
 }
 
 /// Whether a pod still waits for a node: unbound and not ended.
@@ -289,11 +359,17 @@ fn is_unscheduled(pod: &Pod) -> bool {
 }
 
 /// The summary of the cluster: counts, and the allocation summed over all nodes.
-pub fn summarize(nodes: &[&Node], pods: &[&Pod]) -> Summary {
-    summarize_with(nodes, pods, &requests_by_node(pods))
+pub fn summarize(cluster: &Cluster<'_>) -> Summary {
+    let devices = devices_by_node(&cluster.slices, &cluster.claims);
+    summarize_with(cluster, &requests_by_node(&cluster.pods), &devices)
 }
 
-fn summarize_with(nodes: &[&Node], pods: &[&Pod], requested: &HashMap<&str, Resources>) -> Summary {
+fn summarize_with(
+    cluster: &Cluster<'_>,
+    requested: &HashMap<&str, Resources>,
+    devices: &Devices<'_>,
+) -> Summary {
+    let (nodes, pods) = (&cluster.nodes, &cluster.pods);
     let mut allocation: Vec<Bar> = [resources::CPU, resources::MEMORY, resources::PODS]
         .into_iter()
         .map(|name| Bar {
@@ -303,7 +379,8 @@ fn summarize_with(nodes: &[&Node], pods: &[&Pod], requested: &HashMap<&str, Reso
         })
         .collect();
     for node in nodes {
-        for bar in node_bars(node, requested.get(node.metadata.name.as_str())) {
+        let name = node.metadata.name.as_str();
+        for bar in node_bars(node, requested.get(name), devices.get(name)) {
             match allocation.iter_mut().find(|b| b.resource == bar.resource) {
                 Some(total) => {
                     total.allocated += bar.allocated;
@@ -366,15 +443,11 @@ fn last_seen(event: &Event) -> Option<SystemTime> {
 }
 
 /// The whole view at `now`.
-pub fn build(
-    nodes: &[&Node],
-    pods: &[&Pod],
-    events: &[&Event],
-    history: &History,
-    now: SystemTime,
-) -> View {
+pub fn build(cluster: &Cluster<'_>, history: &History, now: SystemTime) -> View {
+    let (nodes, pods, events) = (&cluster.nodes, &cluster.pods, &cluster.events);
     let requested = requests_by_node(pods);
-    let summary = summarize_with(nodes, pods, &requested);
+    let devices = devices_by_node(&cluster.slices, &cluster.claims);
+    let summary = summarize_with(cluster, &requested, &devices);
 
     let mut node_views: Vec<NodeView> = nodes
         .iter()
@@ -382,7 +455,11 @@ pub fn build(
             name: node.metadata.name.clone(),
             status: node_status(node),
             ready: node.is_ready(),
-            bars: node_bars(node, requested.get(node.metadata.name.as_str())),
+            bars: node_bars(
+                node,
+                requested.get(node.metadata.name.as_str()),
+                devices.get(node.metadata.name.as_str()),
+            ),
             taints: node.spec.taints.iter().map(|t| t.to_string()).collect(),
             conditions: node
                 .status
@@ -401,7 +478,7 @@ pub fn build(
     node_views.truncate(MAX_NODES);
 
     let failures = failed_scheduling(events);
-    let mut listed: Vec<&Pod> = pods.to_vec();
+    let mut listed: Vec<&Pod> = pods.clone();
     // Waiting pods first, longest waiting first; then the newest of the others.
     listed.sort_by(|a, b| {
         let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
@@ -437,7 +514,7 @@ pub fn build(
         })
         .collect();
 
-    let mut recent: Vec<&Event> = events.to_vec();
+    let mut recent: Vec<&Event> = events.clone();
     recent.sort_by(|a, b| {
         last_seen(b)
             .cmp(&last_seen(a))
@@ -485,7 +562,10 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use berth_model::testing::{failed_scheduling_event, NodeBuilder, PodBuilder};
+    use berth_model::testing::{
+        failed_scheduling_event, DeviceBuilder, NodeBuilder, PodBuilder, ResourceClaimBuilder,
+        ResourceSliceBuilder,
+    };
     use berth_proto::model::TaintEffect;
 
     fn at(seconds: u64) -> SystemTime {
@@ -569,10 +649,64 @@ mod tests {
             },
         ];
         for case in cases {
-            let pods: Vec<&Pod> = case.pods.iter().collect();
-            let view = build(&[&case.node], &pods, &[], &History::new(1), at(0));
+            let cluster = Cluster {
+                nodes: vec![&case.node],
+                pods: case.pods.iter().collect(),
+                ..Cluster::default()
+            };
+            let view = build(&cluster, &History::new(1), at(0));
             assert_eq!(view.nodes[0].bars, case.want, "{}", case.name);
         }
+    }
+
+    #[test]
+    fn devices_of_resource_slices_count_per_driver_with_what_claims_hold() {
+        let node = NodeBuilder::new("n1").build();
+        let gpus = |generation| {
+            ResourceSliceBuilder::new("n1", "gpu.example.com")
+                .generation(generation)
+                .device(DeviceBuilder::new("gpu-0"))
+                .device(DeviceBuilder::new("gpu-1"))
+                .device(DeviceBuilder::new("gpu-2"))
+                .build()
+        };
+        let (current, stale) = (gpus(2), gpus(1));
+        let mut elsewhere = ResourceSliceBuilder::new("n2", "gpu.example.com")
+            .device(DeviceBuilder::new("gpu-0"))
+            .build();
+        elsewhere.spec.pool.name = "n2".into();
+        let mut shared = ResourceSliceBuilder::new("n1", "net.example.com")
+            .device(DeviceBuilder::new("nic-0"))
+            .build();
+        shared.spec.node_name = None;
+        shared.spec.all_nodes = Some(true);
+        let held = ResourceClaimBuilder::new("train")
+            .allocated(
+                "n1",
+                &[
+                    ("gpu", "gpu.example.com", "n1", "gpu-0"),
+                    ("gpu", "gpu.example.com", "n1", "gpu-2"),
+                ],
+            )
+            .build();
+        let unallocated = ResourceClaimBuilder::new("waiting").build();
+        let cluster = Cluster {
+            nodes: vec![&node],
+            slices: vec![&stale, &current, &elsewhere, &shared],
+            claims: vec![&held, &unallocated],
+            ..Cluster::default()
+        };
+        let view = build(&cluster, &History::new(1), at(0));
+        // The newest generation only; devices on other nodes or shared by many are not
+        // this node's.
+        assert_eq!(view.nodes[0].bars[3..], [bar("gpu.example.com", 2, 3)]);
+        assert!(
+            view.summary
+                .allocation
+                .contains(&bar("gpu.example.com", 2, 3)),
+            "{:?}",
+            view.summary.allocation
+        );
     }
 
     #[test]
@@ -582,7 +716,11 @@ mod tests {
             .unschedulable()
             .build();
         let plain = NodeBuilder::new("a").build();
-        let view = build(&[&cordoned, &plain], &[], &[], &History::new(1), at(0));
+        let cluster = Cluster {
+            nodes: vec![&cordoned, &plain],
+            ..Cluster::default()
+        };
+        let view = build(&cluster, &History::new(1), at(0));
         let names: Vec<&str> = view.nodes.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(view.nodes[1].status, node_status(&cordoned));
@@ -621,14 +759,12 @@ mod tests {
             // Once bound, a pod's old failure is no longer shown.
             failed_scheduling_event("default", "running", "u3", "0/1 nodes: gone", Time(at(21))),
         ];
-        let events: Vec<&Event> = events.iter().collect();
-        let view = build(
-            &[],
-            &[&running, &waiting, &newest, &older],
-            &events,
-            &History::new(1),
-            at(40),
-        );
+        let cluster = Cluster {
+            pods: vec![&running, &waiting, &newest, &older],
+            events: events.iter().collect(),
+            ..Cluster::default()
+        };
+        let view = build(&cluster, &History::new(1), at(40));
         let rows: Vec<(&str, Option<&str>, Option<&str>)> = view
             .pods
             .iter()
@@ -658,13 +794,18 @@ mod tests {
         let bound = PodBuilder::new("p").cpu_millis(500).node_name("n1").build();
         let mut history = History::new(2);
 
-        history.sample(&summarize(&[&node], &[&unbound]), at(0));
+        let on = |pod| Cluster {
+            nodes: vec![&node],
+            pods: vec![pod],
+            ..Cluster::default()
+        };
+        history.sample(&summarize(&on(&unbound)), at(0));
         // A first sight of a bound pod (a list) is not a scheduling; a binding is.
         history.observe(&bound, None);
         history.observe(&bound, Some(&unbound));
         history.observe(&bound, Some(&bound));
-        history.sample(&summarize(&[&node], &[&bound]), at(2));
-        history.sample(&summarize(&[&node], &[&bound]), at(4));
+        history.sample(&summarize(&on(&bound)), at(2));
+        history.sample(&summarize(&on(&bound)), at(4));
 
         let samples: Vec<(u64, f64, f64, usize, f64)> = history
             .samples()

@@ -77,7 +77,7 @@
     const labels = { cpu: "CPU requested", memory: "Memory requested", pods: "Pod slots used" };
     for (const b of s.allocation) {
       const share = percent(b.allocated, b.allocatable).toFixed(0) + "%";
-      boxes.push(stat(labels[b.resource] || b.resource + " requested", share, amount(b.resource, b.allocated) + " of " + amount(b.resource, b.allocatable)));
+      boxes.push(stat(labels[b.resource] || b.resource + " allocated", share, amount(b.resource, b.allocated) + " of " + amount(b.resource, b.allocatable)));
     }
     document.getElementById("summary").replaceChildren(...boxes);
   }
