@@ -1,8 +1,8 @@
 //! The web view in a real browser: a scheduler with agents and `--web-listen`, the page
 //! opened in headless Chromium (driven over the DevTools protocol on a pipe), the nodes
-//! shown, a pod applied after the page loaded appearing without a reload, cluster text shown
-//! as text and never as HTML, a screenshot saved under target/, and the live stream closed
-//! when the scheduler shuts down.
+//! shown (with their devices), a pod applied after the page loaded appearing without a
+//! reload, cluster text shown as text and never as HTML, a screenshot saved under target/,
+//! and the live stream closed when the scheduler shuts down.
 //!
 //! Skips with a message where Chromium is absent (`BERTH_CHROMIUM` names another binary);
 //! fails instead when `CI` is set.
@@ -345,6 +345,20 @@ fn the_web_view_shows_nodes_and_new_pods_live_in_a_real_browser() {
     });
     let node = cluster.manifest("markup-node.json", &node.to_string());
     cluster.berth_ok(&["apply", "-f", node.to_str().unwrap()]);
+    // node-a's devices, published as a driver would.
+    let slice = json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "node-a-gpus"},
+        "spec": {
+            "driver": "gpu.example.com",
+            "pool": {"name": "node-a", "generation": 1, "resourceSliceCount": 1},
+            "nodeName": "node-a",
+            "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}],
+        },
+    });
+    let slice = cluster.manifest("slice.json", &slice.to_string());
+    cluster.berth_ok(&["apply", "-f", slice.to_str().unwrap()]);
 
     browser.wait_for(
         "the pod applied after the page loaded appears",
@@ -376,6 +390,11 @@ fn the_web_view_shows_nodes_and_new_pods_live_in_a_real_browser() {
             .as_str()
             .is_some_and(|t| t.contains(markup)),
         "the markup is shown literally"
+    );
+    browser.wait_for(
+        "node-a shows its devices",
+        "(document.querySelector('.node[data-node=\"node-a\"] .bar[data-resource=\"gpu.example.com\"]') \
+         || {textContent: ''}).textContent.includes('0 / 2')",
     );
     browser.wait_for(
         "the three charts have two samples or more",
