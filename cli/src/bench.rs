@@ -111,6 +111,12 @@ pub async fn run(args: BenchArgs) -> Result<()> {
         .expect("a data folder is given or created");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let report = if args.e2e {
+        if workload.name == WorkloadName::SchedulingWithResourceClaimTemplate {
+            bail!(
+                "{}: in process only (its pods come with the claims kube's claim controller would make for them)",
+                workload.name
+            );
+        }
         run_e2e(&workload, &args, &dir).await?
     } else {
         let mut options = RunOptions::new(dir.join("store"));
@@ -582,9 +588,7 @@ async fn drive_e2e(
         let mut api = api.clone();
         let batch = args.batch;
         let workload = workload.clone();
-        tokio::spawn(async move {
-            apply_all(&mut api, workload.measured_pods().map(Object::Pod), batch).await
-        })
+        tokio::spawn(async move { apply_all(&mut api, workload.measured_objects(), batch).await })
     };
     let target = workload.measured.count;
     let (samples, elapsed, complete) = sample_until(start, target, args.timeout, || {

@@ -218,6 +218,7 @@ fn table_lists_pods_and_verdicts() {
                     ("node-2".to_string(), NodeOutcome::feasible(187)),
                 ])),
                 attempts: None,
+                claims: Vec::new(),
             },
             PodOutcome {
                 namespace: "default".into(),
@@ -227,6 +228,7 @@ fn table_lists_pods_and_verdicts() {
                 message: Some("0/2 nodes are available: 2 Insufficient cpu.".into()),
                 nodes: Some(BTreeMap::new()),
                 attempts: None,
+                claims: Vec::new(),
             },
         ],
         evicted: vec!["default/low-1".into()],

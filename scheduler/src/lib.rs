@@ -10,13 +10,13 @@
 //! - [`server`]: the `berth-scheduler` service: store, gRPC API, scheduling loop.
 //! - [`perf`]: the in-process benchmark runner over the server's own loop and store.
 //! - [`web`]: the read-only web view (`--web-listen`).
-//! - [`admission`], [`cycle`], [`framework`], [`plugins`], [`profile`], [`queue`], [`sim`],
+//! - [`admission`], [`cycle`], [`dra`], [`framework`], [`plugins`], [`profile`], [`queue`], [`sim`],
 //!   [`workloads`]: from `berth-core`.
 #![warn(missing_docs)]
 
 pub use berth_core::{
-    admission, attempt, cycle, disruption, framework, gpushare, lab, metrics, nominator, plugins,
-    profile, queue, sim, workloads,
+    admission, attempt, cycle, disruption, dra, framework, gpushare, lab, metrics, nominator,
+    plugins, profile, queue, sim, workloads,
 };
 
 pub mod controllers;

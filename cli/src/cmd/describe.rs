@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use anyhow::bail;
 use berth_proto::model::{
     Container, Event, Kind, Node, Object, Pod, PodPhase, PreemptionPolicy, PriorityClass,
-    ResourceList, RestartPolicy, StringMap, Time,
+    ResourceClaim, ResourceList, RestartPolicy, StringMap, Time,
 };
 use berth_proto::names;
 use berth_proto::qos::pod_qos;
@@ -88,6 +88,19 @@ pub async fn run(args: DescribeArgs, ctx: &mut Context<'_>) -> anyhow::Result<()
                     .list(Kind::Event, &pod.metadata.namespace, "", "")
                     .await?;
                 let mut text = describe_pod(pod, &events_about(&events, "Pod", &pod.metadata), now);
+                if !pod.spec.resource_claims.is_empty() {
+                    let mut claims = BTreeMap::new();
+                    for r in berth_scheduler::dra::convert::pod_claim_refs(pod) {
+                        let Some(name) = &r.claim_name else { continue };
+                        let got = client
+                            .get(Kind::ResourceClaim, &pod.metadata.namespace, name)
+                            .await;
+                        if let Ok(Object::ResourceClaim(c)) = got {
+                            claims.insert(r.name.clone(), c);
+                        }
+                    }
+                    text.push_str(&resource_claims(pod, &claims));
+                }
                 if pod.spec.node_name.is_empty() && pod.status.phase == PodPhase::Pending {
                     // Best effort: an older or busy server simply shows no verdicts.
                     if let Ok(answer) = explain(ctx, pod).await {
@@ -694,6 +707,46 @@ async fn explain(ctx: &Context<'_>, pod: &Pod) -> anyhow::Result<pb::ExplainResp
         })
         .await?
         .into_inner())
+}
+
+/// The `Resource Claims:` section of a pod with claims: each entry, its claim, and the
+/// devices allocated to it (`driver/pool/device`, with the capacity a shared device gives
+/// it). `claims` maps entry names to the claims found.
+pub fn resource_claims(pod: &Pod, claims: &BTreeMap<String, ResourceClaim>) -> String {
+    let mut out = String::from("Resource Claims:\n");
+    for r in berth_scheduler::dra::convert::pod_claim_refs(pod) {
+        let Some(name) = r.claim_name else {
+            let _ = writeln!(out, "  {}:\t<not created yet>", r.name);
+            continue;
+        };
+        let Some(claim) = claims.get(&r.name) else {
+            let _ = writeln!(out, "  {}:\t{name} <not found>", r.name);
+            continue;
+        };
+        let Some(allocation) = &claim.status.allocation else {
+            let _ = writeln!(out, "  {}:\t{name} (pending)", r.name);
+            continue;
+        };
+        let _ = writeln!(out, "  {}:\t{name} ({})", r.name, claim.state());
+        for d in &allocation.devices.results {
+            let consumed: Vec<String> = d
+                .consumed_capacity
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            let consumed = if consumed.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", consumed.join(", "))
+            };
+            let _ = writeln!(
+                out,
+                "    {}:\t{}/{}/{}{consumed}",
+                d.request, d.driver, d.pool, d.device
+            );
+        }
+    }
+    tabulate(&out, 0, DESCRIBE_PADDING)
 }
 
 /// The `Node verdicts:` section: each node's filter verdict and, for feasible nodes, the

@@ -22,9 +22,11 @@ use std::time::{Duration, Instant};
 use berth_model::model::Pod;
 
 use crate::cycle::{Algorithm, Explanation, ScheduleOptions, ScheduleResult};
-use crate::framework::{PodInfo, Snapshot};
+use crate::dra::state::ClaimUpdate;
+use crate::framework::{PluginError, PodInfo, Snapshot};
 use crate::metrics::{self, result};
 use crate::nominator::Nominator;
+use crate::plugins::dynamic_resources;
 use crate::profile::Profiles;
 use crate::queue::{ClusterEvent, QueuedPod, SchedulingQueue};
 
@@ -46,9 +48,17 @@ pub trait Cluster {
     }
 
     /// The pod is assumed on `node` (it is already on the node in the snapshot, and its
-    /// nomination has ended): store the binding. `explanation` is present when the
+    /// nomination has ended, and `claims` hold in the snapshot's DRA state): write `claims`
+    /// (each claim's new `status.allocation` and `status.reservedFor`, kube's PreBind),
+    /// then, only if they were written, the binding. `explanation` is present when the
     /// scheduler explains.
-    fn bind(&mut self, pod: &Arc<PodInfo>, node: &str, explanation: Option<Explanation>);
+    fn bind(
+        &mut self,
+        pod: &Arc<PodInfo>,
+        node: &str,
+        claims: &[ClaimUpdate],
+        explanation: Option<Explanation>,
+    );
 
     /// A preemption of `preemptor` on `node` chose these victims, already removed from the
     /// snapshot: end them.
@@ -222,6 +232,10 @@ impl Scheduler {
         let options = ScheduleOptions {
             explain: self.explain,
         };
+        let uses_devices = profile
+            .filters
+            .iter()
+            .any(|f| f.name() == dynamic_resources::NAME);
         let result = self.algorithm.schedule_nominated(
             profile,
             &self.snapshot,
@@ -234,8 +248,15 @@ impl Scheduler {
             ScheduleResult::Scheduled {
                 node, explanation, ..
             } => {
-                self.assume(&info, &node);
-                cluster.bind(&info, &node, explanation);
+                let claims = match self.reserve(uses_devices, &info, &node) {
+                    Ok(claims) => claims,
+                    Err(e) => {
+                        metrics::attempt(result::ERROR, &profile_name, started.elapsed());
+                        return self.failed(queued, e, cluster);
+                    }
+                };
+                self.assume(&info, &node, &claims);
+                cluster.bind(&info, &node, &claims, explanation);
                 self.queue
                     .move_all_to_active_or_backoff(ClusterEvent::PodAdded, cluster.now());
                 metrics::attempt(result::SCHEDULED, &profile_name, started.elapsed());
@@ -308,24 +329,52 @@ impl Scheduler {
                 attempt
             }
             ScheduleResult::Error(e) => {
-                tracing::warn!(pod = %info.key(), error = %e, "scheduling attempt failed");
-                let failure = Failure {
-                    message,
-                    reason: REASON_SCHEDULER_ERROR,
-                    event: true,
-                    nomination: NominationChange::Keep,
-                    explanation: None,
-                };
-                cluster.mark_unschedulable(&info, failure);
-                self.queue.requeue_after_error(queued, cluster.now());
                 metrics::attempt(result::ERROR, &profile_name, started.elapsed());
-                Attempt::Error
+                self.failed(queued, e, cluster)
             }
         }
     }
 
-    /// Assume: the pod is on `node` in the snapshot at once, and its nomination ends.
-    fn assume(&mut self, info: &Arc<PodInfo>, node: &str) {
+    /// An attempt that failed with an error: kube's message on the pod, retried after
+    /// back-off.
+    fn failed(&mut self, queued: QueuedPod, e: PluginError, cluster: &mut impl Cluster) -> Attempt {
+        let info = queued.info.clone();
+        tracing::warn!(pod = %info.key(), error = %e, "scheduling attempt failed");
+        let failure = Failure {
+            message: e.to_string(),
+            reason: REASON_SCHEDULER_ERROR,
+            event: true,
+            nomination: NominationChange::Keep,
+            explanation: None,
+        };
+        cluster.mark_unschedulable(&info, failure);
+        self.queue.requeue_after_error(queued, cluster.now());
+        Attempt::Error
+    }
+
+    /// kube's Reserve of the DynamicResources plugin (when the profile has it): the pod's
+    /// claims allocated on `node` and reserved for the pod.
+    fn reserve(
+        &self,
+        uses_devices: bool,
+        info: &PodInfo,
+        node: &str,
+    ) -> Result<Vec<ClaimUpdate>, PluginError> {
+        if !uses_devices || self.snapshot.dra().is_empty() {
+            return Ok(Vec::new());
+        }
+        let Some(node_info) = self.snapshot.node(node) else {
+            return Ok(Vec::new());
+        };
+        dynamic_resources::reserve(self.snapshot.dra(), info, node_info)
+    }
+
+    /// Assume: the pod is on `node` in the snapshot at once with its claims' allocations,
+    /// and its nomination ends.
+    fn assume(&mut self, info: &Arc<PodInfo>, node: &str, claims: &[ClaimUpdate]) {
+        if !claims.is_empty() {
+            self.snapshot.dra_mut().assume(claims);
+        }
         self.nominator.remove(info.uid());
         let mut pod = (*info.pod).clone();
         pod.spec.node_name = node.to_string();
@@ -360,9 +409,25 @@ mod tests {
             self.now
         }
 
-        fn bind(&mut self, pod: &Arc<PodInfo>, node: &str, _: Option<Explanation>) {
+        fn bind(
+            &mut self,
+            pod: &Arc<PodInfo>,
+            node: &str,
+            claims: &[ClaimUpdate],
+            _: Option<Explanation>,
+        ) {
+            let devices: Vec<String> = claims
+                .iter()
+                .flat_map(|c| c.claim.allocation.iter().flat_map(|a| &a.devices))
+                .map(|d| d.id.device.to_string())
+                .collect();
+            let devices = if devices.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", devices.join(" "))
+            };
             self.log
-                .push(format!("bind {} {node}", pod.pod.metadata.name));
+                .push(format!("bind {} {node}{devices}", pod.pod.metadata.name));
         }
 
         fn evict(&mut self, preemptor: &PodInfo, node: &str, victims: &[Arc<PodInfo>]) {
@@ -502,6 +567,92 @@ mod tests {
             ["unschedulable mid keep", "bind high n1"],
             "{got:?}"
         );
+    }
+
+    #[test]
+    fn pods_in_a_row_get_distinct_devices_and_a_shared_claim_follows_its_node() {
+        use crate::plugins::testing::dra_snapshot;
+        use berth_model::testing::{
+            DeviceBuilder, DeviceClassBuilder, ResourceClaimBuilder, ResourceSliceBuilder,
+        };
+        let class = DeviceClassBuilder::new("gpu")
+            .driver("gpu.berth.dev")
+            .build();
+        // n1 has two GPUs, n2 one.
+        let slices = [
+            ResourceSliceBuilder::new("n1", "gpu.berth.dev")
+                .device(DeviceBuilder::new("gpu-0"))
+                .device(DeviceBuilder::new("gpu-1"))
+                .build(),
+            ResourceSliceBuilder::new("n2", "gpu.berth.dev")
+                .device(DeviceBuilder::new("gpu-0"))
+                .build(),
+        ];
+        let claims: Vec<_> = ["c1", "c2", "c3", "c4", "shared"]
+            .iter()
+            .map(|n| ResourceClaimBuilder::new(n).request("gpu", "gpu").build())
+            .collect();
+        let (mut s, mut h) = scheduler(&[]);
+        s.snapshot = dra_snapshot(
+            &[NodeBuilder::new("n1"), NodeBuilder::new("n2")],
+            &[class],
+            &slices,
+            &claims,
+        );
+        for (pod, claim) in [("p1", "c1"), ("p2", "c2"), ("p3", "c3"), ("p4", "c4")] {
+            pending(
+                &mut s,
+                PodBuilder::new(pod).resource_claim("gpu", claim),
+                "",
+                h.now,
+            );
+        }
+        let got = run_all(&mut s, &mut h);
+        let bound: Vec<&String> = got.iter().filter(|l| l.starts_with("bind")).collect();
+        assert_eq!(bound.len(), 3, "three devices, three pods: {got:?}");
+        let mut devices: Vec<&str> = bound
+            .iter()
+            .map(|l| l.split_once(' ').map_or("", |(_, rest)| rest))
+            .map(|rest| rest.split_once(' ').map_or("", |(_, d)| d))
+            .collect();
+        devices.sort_unstable();
+        assert_eq!(
+            devices,
+            ["n1 [gpu-0]", "n1 [gpu-1]", "n2 [gpu-0]"],
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&"unschedulable p4 keep".to_string()),
+            "{got:?}"
+        );
+
+        // Two pods of one shared claim: the second follows the first's allocation.
+        let (mut s, mut h) = scheduler(&[]);
+        s.snapshot = dra_snapshot(
+            &[NodeBuilder::new("n1"), NodeBuilder::new("n2")],
+            &[DeviceClassBuilder::new("gpu")
+                .driver("gpu.berth.dev")
+                .build()],
+            &slices[1..],
+            &claims[4..],
+        );
+        for pod in ["a", "b"] {
+            pending(
+                &mut s,
+                PodBuilder::new(pod).resource_claim("gpu", "shared"),
+                "",
+                h.now,
+            );
+        }
+        let got = run_all(&mut s, &mut h);
+        assert_eq!(got, ["bind a n2 [gpu-0]", "bind b n2 [gpu-0]"]);
+        let shared = s.snapshot.dra().claim("default", "shared").expect("claim");
+        let consumers: Vec<&str> = shared
+            .reserved_for
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(consumers, ["a", "b"]);
     }
 
     #[test]

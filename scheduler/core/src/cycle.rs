@@ -23,6 +23,7 @@ use crate::framework::{
     PreScoreInput, Rejection, Snapshot, TieBreak, MAX_NODE_SCORE,
 };
 use crate::nominator::Nominator;
+use crate::plugins::dynamic_resources;
 use crate::profile::Profile;
 
 /// Below this many nodes every node is evaluated (kube's minFeasibleNodesToFind); above it,
@@ -264,6 +265,9 @@ impl Algorithm {
         );
         let evaluated = filtered.feasible.len() + filtered.rejected.len();
         record_counts(evaluated, filtered.feasible.len());
+        if let Some(e) = filter_error(&filtered.rejected) {
+            return ScheduleResult::Error(e);
+        }
 
         if filtered.feasible.is_empty() {
             let diagnosis = diagnose(snapshot, &candidates, narrowing.as_ref(), filtered.rejected);
@@ -703,6 +707,17 @@ impl FilterPass<'_> {
     }
 }
 
+/// The first filter failure of a pass (kube stops the cycle on a filter's Error status).
+fn filter_error(rejected: &[(usize, Rejection)]) -> Option<PluginError> {
+    rejected
+        .iter()
+        .find(|(_, r)| r.code == Code::Error)
+        .map(|(_, r)| PluginError {
+            plugin: r.plugin,
+            message: r.reasons.join(", "),
+        })
+}
+
 /// The Diagnosis of a failed filter pass: the rejected nodes, and the nodes the PreFilter
 /// set left out.
 fn diagnose(
@@ -777,6 +792,28 @@ fn no_nodes(options: &ScheduleOptions) -> ScheduleResult {
 /// ineligibility first, as kube does. Returns the nomination, the message, and whether an
 /// earlier nomination stands.
 fn run_post_filter(
+    profile: &Profile,
+    state: &CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    diagnosis: &Diagnosis,
+) -> (Option<Nomination>, Option<String>, bool) {
+    // DynamicResources' PostFilter runs first (kube's order); its reason leads the message.
+    let (nomination, message, keeps) = run_preemption(profile, state, pod, snapshot, diagnosis);
+    match dynamic_resources::post_filter_reason(state) {
+        Some(reason) if nomination.is_none() => {
+            let message = match message {
+                Some(m) => format!("{reason}, {m}"),
+                None => reason.to_string(),
+            };
+            (None, Some(message), keeps)
+        }
+        _ => (nomination, message, keeps),
+    }
+}
+
+/// The PostFilter (preemption), when one is configured.
+fn run_preemption(
     profile: &Profile,
     state: &CycleState,
     pod: &PodInfo,

@@ -27,6 +27,7 @@ pub mod admission;
 pub mod attempt;
 pub mod cycle;
 pub mod disruption;
+pub mod dra;
 pub mod framework;
 pub mod gpushare;
 pub mod lab;

@@ -106,6 +106,8 @@ pub enum ClusterEvent {
     PodUpdated,
     /// An assigned pod was deleted, evicted or preempted.
     PodDeleted,
+    /// A DeviceClass, ResourceSlice or ResourceClaim was added, changed or deleted.
+    DeviceChanged,
 }
 
 impl ClusterEvent {
@@ -119,6 +121,7 @@ impl ClusterEvent {
     /// | NodeResourcesFit | NodeAdded, NodeUpdated, PodUpdated, PodDeleted |
     /// | InterPodAffinity | every event but NodeDeleted |
     /// | PodTopologySpread | every event |
+    /// | DynamicResources | every event |
     ///
     /// Any other plugin is assumed to care about every event, so that no pod is stranded.
     pub fn may_help(self, plugin: &str) -> bool {
@@ -129,7 +132,7 @@ impl ClusterEvent {
                 matches!(self, NodeAdded | NodeUpdated)
             }
             "NodeResourcesFit" => matches!(self, NodeAdded | NodeUpdated | PodUpdated | PodDeleted),
-            "InterPodAffinity" => !matches!(self, NodeDeleted),
+            "InterPodAffinity" => !matches!(self, NodeDeleted | DeviceChanged),
             _ => true,
         }
     }

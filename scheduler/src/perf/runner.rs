@@ -194,11 +194,22 @@ pub async fn create_all(
             let mut ops = Vec::with_capacity(chunk.len());
             for object in chunk {
                 let described = admission::describe(&object);
-                let admitted = admission::admit(store.as_ref(), object, &Default::default())
+                // The claims a DRA workload made for its pod's templates: admission drops a
+                // new pod's status, and kube's claim controller would record them next.
+                let claim_statuses = match &object {
+                    Object::Pod(p) => p.status.resource_claim_statuses.clone(),
+                    _ => Vec::new(),
+                };
+                let mut admitted = admission::admit(store.as_ref(), object, &Default::default())
                     .map_err(|e| PerfError::Admission {
                         object: described,
                         message: e.to_string(),
                     })?;
+                if let Object::Pod(p) = &mut admitted {
+                    if !claim_statuses.is_empty() {
+                        p.status.resource_claim_statuses = claim_statuses;
+                    }
+                }
                 ops.push(Op::Create(admitted));
             }
             store.commit(ops)?;
@@ -396,7 +407,7 @@ async fn drive(
         let batch = options.batch;
         let workload = workload.clone();
         tokio::spawn(async move {
-            create_all(&store, workload.measured_pods().map(Object::Pod), batch).await?;
+            create_all(&store, workload.measured_objects(), batch).await?;
             Ok::<Duration, PerfError>(start.elapsed())
         })
     };

@@ -9,13 +9,15 @@
 //! may register and open sessions only as that node, and may not set labels under
 //! `node-restriction.kubernetes.io/`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use berth_proto::conditions::set_condition;
-use berth_proto::model::{Kind, Node, NodeCondition, Object, ObjectKey, Pod, PodStatus, Time};
+use berth_proto::model::{
+    Kind, Node, NodeCondition, Object, ObjectKey, Pod, PodStatus, ResourceSlice, Time,
+};
 use berth_proto::names;
 use berth_proto::pb;
 use berth_proto::wire::{from_json, node_from_pb, node_to_pb, pod_to_pb};
@@ -31,6 +33,7 @@ use super::error::{blocking, Error, Reply};
 use super::informer::Informer;
 use super::node_lifecycle::NodeHealth;
 use super::security::{self, Caller, Role};
+use crate::dra;
 
 /// Heartbeat interval the scheduler asks agents for.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
@@ -432,6 +435,49 @@ fn start_msg(pod: &Pod) -> pb::SchedulerMessage {
     }
 }
 
+impl AgentService {
+    /// The StartPod of a pod, whose containers get the environment variables naming their
+    /// allocated devices ([`crate::dra::env`]): the claims and the node's slices are read
+    /// from the store now (the claims were written before the binding).
+    fn start_msg(&self, pod: &Pod) -> pb::SchedulerMessage {
+        if pod.spec.resource_claims.is_empty() {
+            return start_msg(pod);
+        }
+        match self.with_device_env(pod) {
+            Ok(pod) => start_msg(&pod),
+            Err(e) => {
+                warn!(pod = %pod.metadata.name, error = %e, "reading the pod's claims");
+                start_msg(pod)
+            }
+        }
+    }
+
+    fn with_device_env(&self, pod: &Pod) -> Result<Pod, Error> {
+        let ns = &pod.metadata.namespace;
+        let mut claims = BTreeMap::new();
+        for r in dra::convert::pod_claim_refs(pod) {
+            let Some(name) = r.claim_name else { continue };
+            let key = ObjectKey::new(Kind::ResourceClaim, ns, &name);
+            if let Some(Object::ResourceClaim(c)) = self.store.get(&key)? {
+                claims.insert(r.name, c);
+            }
+        }
+        let slices: Vec<ResourceSlice> = self
+            .store
+            .list(Kind::ResourceSlice, None)?
+            .into_iter()
+            .filter_map(|o| match o {
+                Object::ResourceSlice(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        let device = |driver: &str, pool: &str, name: &str| {
+            dra::env::find_device(&slices, driver, pool, name)
+        };
+        Ok(dra::env::with_device_env(pod, &claims, device))
+    }
+}
+
 fn stop_msg(pod: &Pod, reason: &str) -> pb::SchedulerMessage {
     pb::SchedulerMessage {
         msg: Some(pb::scheduler_message::Msg::StopPod(pb::StopPod {
@@ -511,7 +557,7 @@ impl pb::agent_server::Agent for AgentService {
         for pod in &bound {
             if pod.metadata.deletion_timestamp.is_none() {
                 started.insert(pod.metadata.uid.clone());
-                let _ = tx.send(Ok(start_msg(pod))).await;
+                let _ = tx.send(Ok(self.start_msg(pod))).await;
             }
         }
         for uid in hello.running_pod_uids {
@@ -597,7 +643,7 @@ impl pb::agent_server::Agent for AgentService {
                                     started.remove(&uid);
                                     stop_msg(&pod, "Deleted")
                                 } else if started.insert(uid) {
-                                    start_msg(&pod)
+                                    this.start_msg(&pod)
                                 } else {
                                     continue;
                                 }

@@ -53,6 +53,7 @@ impl EventRecorder {
             event.clone()
         };
         self.writer.submit(Write {
+            before: Vec::new(),
             op: Op::Upsert(Object::Event(event)),
             on_failure: None,
         });

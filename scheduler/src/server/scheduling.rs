@@ -19,7 +19,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use berth_proto::conditions::set_condition;
-use berth_proto::model::{Kind, Object, Pod, PodCondition, PodDisruptionBudget, PodPhase, Time};
+use berth_proto::model::{
+    Kind, Object, Pod, PodCondition, PodDisruptionBudget, PodPhase, ResourceClaim, Time,
+};
 use berth_proto::names;
 use berth_store::{ObjectStore, Op, Precondition};
 use tokio::sync::mpsc;
@@ -33,13 +35,23 @@ use super::writer::{FailureNotice, Write, Writer};
 use crate::attempt::{Attempt, Cluster, Failure, NominationChange, Scheduler};
 use crate::controllers::disruption::disruption_budget;
 use crate::cycle::{Algorithm, Explanation, ScheduleOptions, ScheduleResult};
+use crate::dra::convert;
+use crate::dra::state::ClaimUpdate;
 use crate::framework::{DisruptionBudget, PodInfo};
 use crate::perf::histogram::LatencyHistogram;
 use crate::profile::Profiles;
 use crate::queue::ClusterEvent;
 
-/// The kinds the loop follows, nodes first so that a list places pods on known nodes.
-const WATCHED: [Kind; 3] = [Kind::Node, Kind::Pod, Kind::PodDisruptionBudget];
+/// The kinds the loop follows, nodes first so that a list places pods on known nodes, and
+/// the DRA objects before pods so that a pod's first attempt finds its claims.
+const WATCHED: [Kind; 6] = [
+    Kind::Node,
+    Kind::DeviceClass,
+    Kind::ResourceSlice,
+    Kind::ResourceClaim,
+    Kind::Pod,
+    Kind::PodDisruptionBudget,
+];
 
 /// Longest the loop sleeps when nothing happens (it then re-checks the queue's timers).
 const IDLE_TICK: Duration = Duration::from_secs(1);
@@ -52,6 +64,9 @@ struct KnownPod {
     assumed_node: Option<String>,
     /// Last unschedulable message written to the pod, to avoid rewriting the same one.
     last_message: Option<String>,
+    /// Claims (`namespace`, `name`) whose allocation or reservation for this pod is
+    /// assumed until the binding is stored.
+    assumed_claims: Vec<(String, String)>,
 }
 
 /// The scheduling loop's state.
@@ -130,6 +145,7 @@ impl SchedulingLoop {
                 writer,
                 events,
                 pods: HashMap::new(),
+                claims: HashMap::new(),
             },
             attempt_latency: Arc::new(LatencyHistogram::new()),
             explain_rx: None,
@@ -263,8 +279,38 @@ impl SchedulingLoop {
             }
             (Some(Object::Pod(pod)), false) => self.on_pod(Arc::new(pod.clone()), now),
             (Some(Object::PodDisruptionBudget(pdb)), deleted) => self.on_budget(pdb, deleted),
+            (Some(object), deleted) if self.on_device_object(object, deleted) => {
+                self.core
+                    .queue
+                    .move_all_to_active_or_backoff(ClusterEvent::DeviceChanged, now);
+            }
             _ => {}
         }
+    }
+
+    /// A DeviceClass, ResourceSlice or ResourceClaim changed: the snapshot's DRA state
+    /// follows (an assumed claim stands until the store has a newer version). False for
+    /// other kinds.
+    fn on_device_object(&mut self, object: &Object, deleted: bool) -> bool {
+        let dra = self.core.snapshot.dra_mut();
+        match object {
+            Object::DeviceClass(c) if deleted => dra.remove_class(&c.metadata.name),
+            Object::DeviceClass(c) => dra.upsert_class(convert::class(c)),
+            Object::ResourceSlice(s) if deleted => dra.remove_slice(&s.metadata.name),
+            Object::ResourceSlice(s) => dra.upsert_slice(convert::slice(s)),
+            Object::ResourceClaim(c) => {
+                let key = format!("{}/{}", c.metadata.namespace, c.metadata.name);
+                if deleted {
+                    dra.remove_claim(&c.metadata.namespace, &c.metadata.name);
+                    self.live.claims.remove(&key);
+                } else {
+                    dra.upsert_claim(convert::claim(c));
+                    self.live.claims.insert(key, Arc::new(c.clone()));
+                }
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// A pod was added or changed in the store.
@@ -289,6 +335,7 @@ impl SchedulingLoop {
                     pod,
                     assumed_node: None,
                     last_message: None,
+                    assumed_claims: Vec::new(),
                 },
             );
             return;
@@ -301,6 +348,7 @@ impl SchedulingLoop {
                     pod,
                     assumed_node: Some(node),
                     last_message,
+                    assumed_claims: known.map(|k| k.assumed_claims).unwrap_or_default(),
                 },
             );
             return;
@@ -327,6 +375,7 @@ impl SchedulingLoop {
                 pod,
                 assumed_node: None,
                 last_message,
+                assumed_claims: Vec::new(),
             },
         );
     }
@@ -391,6 +440,29 @@ impl SchedulingLoop {
             return;
         };
         known.assumed_node = None;
+        // Its claims' assumed allocations and reservations were not written either: back
+        // to the claims as stored (kube's Unreserve).
+        for (namespace, name) in std::mem::take(&mut known.assumed_claims) {
+            let key = berth_proto::model::ObjectKey::new(Kind::ResourceClaim, &namespace, &name);
+            let stored = match self.informer.store().get(&key) {
+                Ok(Some(Object::ResourceClaim(c))) => Some(c),
+                Ok(_) => None,
+                Err(e) => {
+                    warn!(error = %e, "re-reading a claim after a failed binding");
+                    continue;
+                }
+            };
+            let dra = self.core.snapshot.dra_mut();
+            dra.forget_assumed(&namespace, &name, stored.as_ref().map(convert::claim));
+            let claim_key = format!("{namespace}/{name}");
+            match stored {
+                Some(c) => self.live.claims.insert(claim_key, Arc::new(c)),
+                None => self.live.claims.remove(&claim_key),
+            };
+        }
+        let Some(known) = self.live.pods.get_mut(&notice.pod_uid) else {
+            return;
+        };
         // Re-read the pod: it may have changed, been bound elsewhere or deleted.
         let key = berth_proto::model::ObjectKey::new(
             Kind::Pod,
@@ -421,6 +493,8 @@ struct Live {
     writer: Writer,
     events: EventRecorder,
     pods: HashMap<String, KnownPod>,
+    /// Stored ResourceClaims by `namespace/name`: the base of the scheduler's claim writes.
+    claims: HashMap<String, Arc<ResourceClaim>>,
 }
 
 impl Cluster for Live {
@@ -428,18 +502,44 @@ impl Cluster for Live {
         Instant::now()
     }
 
-    fn bind(&mut self, info: &Arc<PodInfo>, node: &str, _explanation: Option<Explanation>) {
+    fn bind(
+        &mut self,
+        info: &Arc<PodInfo>,
+        node: &str,
+        claims: &[ClaimUpdate],
+        _explanation: Option<Explanation>,
+    ) {
         let uid = info.uid();
+        let mut before = Vec::with_capacity(claims.len());
+        let now = Time::now();
+        for update in claims {
+            let key = format!("{}/{}", update.namespace, update.name);
+            let Some(stored) = self.claims.get(&key) else {
+                continue;
+            };
+            let written = convert::apply_update(stored, update, now);
+            before.push(Op::Update {
+                precondition: Precondition::ResourceVersion(
+                    stored.metadata.resource_version.clone(),
+                ),
+                object: Object::ResourceClaim(written),
+            });
+        }
         let known = self.pods.get_mut(uid);
         // The latest stored version, so that the binding's precondition is current.
         let pod = known.as_ref().map_or(&info.pod, |k| &k.pod).clone();
         if let Some(known) = known {
             known.assumed_node = Some(node.to_string());
+            known.assumed_claims = claims
+                .iter()
+                .map(|c| (c.namespace.clone(), c.name.clone()))
+                .collect();
         }
         let mut bound = (*pod).clone();
         assign(&mut bound, node, Time::now());
         let rv = pod.metadata.resource_version.clone();
         self.writer.submit(Write {
+            before,
             op: Op::Update {
                 object: Object::Pod(bound),
                 precondition: Precondition::ResourceVersion(rv),
@@ -492,6 +592,7 @@ impl Cluster for Live {
                 format!("Preempted by pod {} on node {}", by.uid, node),
             );
             self.writer.submit(Write {
+                before: Vec::new(),
                 op: Op::Update {
                     object: Object::Pod(ended),
                     precondition: Precondition::None,
@@ -563,6 +664,7 @@ impl Cluster for Live {
             }
         };
         self.writer.submit(Write {
+            before: Vec::new(),
             op: Op::Update {
                 object: Object::Pod(updated),
                 precondition,
@@ -594,6 +696,7 @@ impl Live {
             Time::now(),
         );
         self.writer.submit(Write {
+            before: Vec::new(),
             op: Op::Update {
                 object: Object::Pod(updated),
                 precondition: Precondition::ResourceVersion(pod.metadata.resource_version.clone()),

@@ -14,10 +14,22 @@ const MAX_BATCH: usize = 512;
 
 /// One write and who wants to hear that it failed.
 pub struct Write {
+    /// Operations committed in the same transaction, before `op`, all or none with it (a
+    /// binding's ResourceClaim status updates, kube's PreBind).
+    pub before: Vec<Op>,
     /// The store operation.
     pub op: Op,
     /// What to tell the scheduling loop if this write fails (binds only).
     pub on_failure: Option<FailureNotice>,
+}
+
+impl Write {
+    /// Its operations in commit order.
+    fn ops(&self) -> Vec<Op> {
+        let mut ops = self.before.clone();
+        ops.push(self.op.clone());
+        ops
+    }
 }
 
 /// A failed write, reported back to the scheduling loop.
@@ -93,13 +105,13 @@ async fn run(
 
 /// Commits the batch, or each write alone if the batch fails; returns the failure notices.
 fn commit(store: &dyn ObjectStore, writes: Vec<Write>) -> Vec<FailureNotice> {
-    let ops: Vec<Op> = writes.iter().map(|w| w.op.clone()).collect();
+    let ops: Vec<Op> = writes.iter().flat_map(Write::ops).collect();
     if writes.len() > 1 && store.commit(ops).is_ok() {
         return Vec::new();
     }
     let mut failed = Vec::new();
     for write in writes {
-        if let Err(e) = store.commit(vec![write.op]) {
+        if let Err(e) = store.commit(write.ops()) {
             debug!(error = %e, "write failed");
             match write.on_failure {
                 Some(mut notice) => {

@@ -116,6 +116,9 @@ pub enum Code {
     Unschedulable,
     /// No eviction can help: node affinity, taints, cordon (UnschedulableAndUnresolvable).
     UnschedulableAndUnresolvable,
+    /// The filter failed (kube's Error status, such as a CEL runtime error in a device
+    /// selector): the cycle stops and the attempt ends with this error.
+    Error,
 }
 
 /// Why a node (or, from PreFilter, every node) cannot take the pod.
@@ -136,6 +139,15 @@ impl Rejection {
             plugin,
             reasons: vec![reason.into()],
             code: Code::Unschedulable,
+        }
+    }
+
+    /// A filter's failure (kube's Error status): the cycle ends with it.
+    pub fn error(plugin: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
+        Rejection {
+            plugin,
+            reasons: vec![message.into()],
+            code: Code::Error,
         }
     }
 

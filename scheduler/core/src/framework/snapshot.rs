@@ -14,6 +14,7 @@ use std::sync::Arc;
 use berth_model::model::{LabelSelector, Node, StringMap};
 
 use super::types::{NodeInfo, PodInfo};
+use crate::dra::state::DraState;
 
 /// Journal entries kept: a cached state more than this many changes behind is recomputed.
 const JOURNAL_CAPACITY: usize = 4096;
@@ -52,6 +53,8 @@ pub struct Snapshot {
     pods_with_required_anti_affinity: usize,
     /// PodDisruptionBudgets, for preemption's choice of victims.
     disruption_budgets: Vec<DisruptionBudget>,
+    /// DeviceClasses, ResourceSlices and ResourceClaims, with the allocations in flight.
+    dra: Arc<DraState>,
     /// Unique per snapshot value (a clone gets a new one), so caches never mix snapshots.
     id: u64,
     /// Bumped on every change other than a pod's placement (nodes, namespace labels).
@@ -72,6 +75,7 @@ impl Default for Snapshot {
             pods_with_affinity: 0,
             pods_with_required_anti_affinity: 0,
             disruption_budgets: Vec::new(),
+            dra: Arc::default(),
             id: next_snapshot_id(),
             epoch: 0,
             generation: 0,
@@ -92,6 +96,7 @@ impl Clone for Snapshot {
             pods_with_affinity: self.pods_with_affinity,
             pods_with_required_anti_affinity: self.pods_with_required_anti_affinity,
             disruption_budgets: self.disruption_budgets.clone(),
+            dra: self.dra.clone(),
             id: next_snapshot_id(),
             epoch: self.epoch,
             generation: self.generation,
@@ -201,6 +206,16 @@ impl Snapshot {
     /// Replaces the PodDisruptionBudgets.
     pub fn set_disruption_budgets(&mut self, budgets: Vec<DisruptionBudget>) {
         self.disruption_budgets = budgets;
+    }
+
+    /// The DRA objects (shared with the cycles that read them).
+    pub fn dra(&self) -> &Arc<DraState> {
+        &self.dra
+    }
+
+    /// The DRA objects, to change; copied first only if a cycle still holds them.
+    pub fn dra_mut(&mut self) -> &mut DraState {
+        Arc::make_mut(&mut self.dra)
     }
 
     /// Whether any placed pod has an inter-pod affinity term.

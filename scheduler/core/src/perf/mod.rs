@@ -5,9 +5,11 @@
 //! # Layout
 //!
 //! - [`workloads`]: node and pod templates, and each workload's phases and sizes.
+//! - [`dra`]: the DRA objects of the `dra/` workloads (class, slices, claims).
 //! - [`report`]: throughput, latency and peak RSS, as text or JSON.
 //! - [`histogram`]: the lock-free latency histogram.
 
+pub mod dra;
 pub mod histogram;
 pub mod report;
 pub mod workloads;

@@ -19,6 +19,8 @@ use berth_model::model::{
 use berth_model::names;
 use berth_model::Quantity;
 
+use super::dra::{self, DraSetup};
+
 /// Number of zones nodes are spread over (node `i` is in zone `i % ZONES + 1`).
 pub const ZONES: usize = 3;
 /// Namespace of the pods created before measuring (kube's `sched-0`).
@@ -55,11 +57,15 @@ pub enum WorkloadName {
     Unschedulable,
     /// Plain pods while nodes and pods are created and deleted.
     MixedChurn,
+    /// dra/: each pod gets a claim from a ResourceClaimTemplate (one device of ten per node).
+    SchedulingWithResourceClaimTemplate,
+    /// dra/: five pods share each ResourceClaim (two devices per node).
+    SchedulingWithResourceClaim,
 }
 
 impl WorkloadName {
     /// Every workload, in the order of the documentation.
-    pub const ALL: [WorkloadName; 10] = [
+    pub const ALL: [WorkloadName; 12] = [
         WorkloadName::SchedulingBasic,
         WorkloadName::SchedulingPodAntiAffinity,
         WorkloadName::SchedulingPodAffinity,
@@ -70,6 +76,8 @@ impl WorkloadName {
         WorkloadName::PreemptionBasic,
         WorkloadName::Unschedulable,
         WorkloadName::MixedChurn,
+        WorkloadName::SchedulingWithResourceClaimTemplate,
+        WorkloadName::SchedulingWithResourceClaim,
     ];
 
     /// kube's name (`SchedulingBasic`).
@@ -87,6 +95,10 @@ impl WorkloadName {
             WorkloadName::PreemptionBasic => "PreemptionBasic",
             WorkloadName::Unschedulable => "Unschedulable",
             WorkloadName::MixedChurn => "MixedChurn",
+            WorkloadName::SchedulingWithResourceClaimTemplate => {
+                "SchedulingWithResourceClaimTemplate"
+            }
+            WorkloadName::SchedulingWithResourceClaim => "SchedulingWithResourceClaim",
         }
     }
 }
@@ -421,6 +433,8 @@ pub struct Workload {
     pub stream: Option<UnschedulableStream>,
     /// Churn while measuring.
     pub churn: Option<Churn>,
+    /// Devices and claims (the `dra/` workloads).
+    pub dra: Option<DraSetup>,
 }
 
 fn group(template: PodTemplate, count: usize, namespace: &'static str) -> PodGroup {
@@ -441,14 +455,41 @@ impl Workload {
     /// (both benchmark modes create the same ones).
     pub fn initial_objects(&self) -> (Vec<Object>, usize) {
         let mut objects = Vec::new();
+        if let Some(setup) = self.dra {
+            objects.extend(dra::cluster_objects(setup, (0..self.nodes).map(node_name)));
+        }
         let mut waited = 0;
         for (group, wait) in &self.init {
-            objects.extend((0..group.count).map(|i| Object::Pod(group.pod(i))));
+            objects.extend(self.group_objects(group, (0..group.count).map(|i| (i, group.pod(i)))));
             if *wait {
                 waited += group.count;
             }
         }
         (objects, waited)
+    }
+
+    /// A group's pods as objects: with DRA, the group's claims (shared ones first, or each
+    /// pod's own just before it) and each pod's claim entry.
+    fn group_objects<'a>(
+        &'a self,
+        group: &PodGroup,
+        pods: impl Iterator<Item = (usize, Pod)> + Send + 'a,
+    ) -> Box<dyn Iterator<Item = Object> + Send + 'a> {
+        let Some(setup) = self.dra else {
+            return Box::new(pods.map(|(_, p)| Object::Pod(p)));
+        };
+        let shared: Vec<Object> = match setup.claims {
+            dra::ClaimSource::Shared => (0..group.count.div_ceil(dra::PODS_PER_SHARED_CLAIM))
+                .map(|i| Object::ResourceClaim(dra::shared_claim(group.namespace, i)))
+                .collect(),
+            dra::ClaimSource::Template => vec![Object::ResourceClaimTemplate(dra::claim_template(
+                group.namespace,
+            ))],
+        };
+        Box::new(shared.into_iter().chain(pods.flat_map(move |(i, mut pod)| {
+            let claim = dra::attach(&mut pod, i, setup.claims).map(Object::ResourceClaim);
+            claim.into_iter().chain(std::iter::once(Object::Pod(pod)))
+        })))
     }
 
     /// The workload at the sizes of issue 7 (kube's 5000Nodes variants, with more measured
@@ -505,6 +546,22 @@ impl Workload {
                 (T::Default, 10_000),
             ),
             WorkloadName::MixedChurn => (5000, false, Vec::new(), (T::Default, 10_000)),
+            // kube's 5000pods_500nodes: 2500 pods first, 2500 measured.
+            WorkloadName::SchedulingWithResourceClaimTemplate
+            | WorkloadName::SchedulingWithResourceClaim => {
+                (500, false, vec![(T::Default, 2500)], (T::Default, 2500))
+            }
+        };
+        let dra = match name {
+            WorkloadName::SchedulingWithResourceClaimTemplate => Some(DraSetup {
+                devices_per_node: 10,
+                claims: dra::ClaimSource::Template,
+            }),
+            WorkloadName::SchedulingWithResourceClaim => Some(DraSetup {
+                devices_per_node: 2,
+                claims: dra::ClaimSource::Shared,
+            }),
+            _ => None,
         };
         let init = init
             .into_iter()
@@ -528,6 +585,7 @@ impl Workload {
             churn: (name == WorkloadName::MixedChurn).then_some(Churn {
                 interval: Duration::from_millis(100),
             }),
+            dra,
         }
     }
 
@@ -590,6 +648,17 @@ impl Workload {
             };
             std::iter::once(self.measured.pod(i)).chain(streamed)
         })
+    }
+}
+
+impl Workload {
+    /// The measured phase's objects in creation order: [`Workload::measured_pods`], with
+    /// the claims the DRA workloads need before their pods.
+    pub fn measured_objects(&self) -> Box<dyn Iterator<Item = Object> + Send + '_> {
+        if self.dra.is_none() {
+            return Box::new(self.measured_pods().map(Object::Pod));
+        }
+        self.group_objects(&self.measured, self.measured_pods().enumerate())
     }
 }
 

@@ -13,6 +13,7 @@
 
 pub mod balanced_allocation;
 pub mod default_preemption;
+pub mod dynamic_resources;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
@@ -128,6 +129,8 @@ pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
     // kube's order: PodTopologySpread 2, InterPodAffinity 2, then DefaultPreemption.
     (pod_topology_spread::NAME, 2),
     (inter_pod_affinity::NAME, 2),
+    // kube puts DynamicResources before DefaultPreemption.
+    (dynamic_resources::NAME, 0),
     (default_preemption::NAME, 0),
     (balanced_allocation::NAME, 1),
 ];
@@ -143,6 +146,16 @@ pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSe
             node_unschedulable::NodeUnschedulable,
         )),
         node_name::NAME => Ok(filter_only(node_name::NAME, args, node_name::NodeName)),
+        dynamic_resources::NAME => {
+            ignore_args(dynamic_resources::NAME, args);
+            let p = Arc::new(dynamic_resources::DynamicResources);
+            Ok(PluginSet {
+                name: dynamic_resources::NAME,
+                pre_filter: Some(p.clone()),
+                filter: Some(p),
+                ..PluginSet::default()
+            })
+        }
         taint_toleration::NAME => {
             ignore_args(taint_toleration::NAME, args);
             let p = Arc::new(taint_toleration::TaintToleration);

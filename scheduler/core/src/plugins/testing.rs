@@ -234,3 +234,28 @@ pub(crate) fn check_score<P: PreScore + Score>(
         "{name}: without PreScore state"
     );
 }
+
+/// A snapshot of `nodes` (without pods) whose DRA state holds these objects.
+pub(crate) fn dra_snapshot(
+    nodes: &[NodeBuilder],
+    classes: &[berth_model::model::DeviceClass],
+    slices: &[berth_model::model::ResourceSlice],
+    claims: &[berth_model::model::ResourceClaim],
+) -> Snapshot {
+    use crate::dra::convert;
+    let mut snap = Snapshot::new();
+    for n in nodes {
+        snap.upsert_node(Arc::new(n.clone().build()));
+    }
+    let dra = snap.dra_mut();
+    for c in classes {
+        dra.upsert_class(convert::class(c));
+    }
+    for s in slices {
+        dra.upsert_slice(convert::slice(s));
+    }
+    for c in claims {
+        dra.upsert_claim(convert::claim(c));
+    }
+    snap
+}

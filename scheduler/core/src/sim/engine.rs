@@ -24,10 +24,15 @@ use berth_model::model::Pod;
 
 use super::budgets::Budgets;
 use super::input::Catalog;
-use super::{AttemptOutcome, NodeOutcome, PodOutcome, SimError, SimOptions, SimOutput};
+use super::{
+    AttemptOutcome, ClaimOutcome, DeviceOutcome, NodeOutcome, PodOutcome, SimError, SimOptions,
+    SimOutput,
+};
 use crate::admission::{self, AdmissionConfig, Classes};
 use crate::attempt::{Attempt, Cluster, Failure, NominationChange, Scheduler};
 use crate::cycle::{Explanation, NodeVerdict};
+use crate::dra::convert;
+use crate::dra::state::ClaimUpdate;
 use crate::framework::PodInfo;
 use crate::queue::QueuedPod;
 
@@ -106,11 +111,24 @@ impl Engine {
             classes,
             budgets,
             pods,
+            device_classes,
+            slices,
+            claims,
             notes,
         } = catalog;
         let mut scheduler = Scheduler::new(options.profiles, options.seed, options.explain);
         for node in nodes {
             scheduler.snapshot.upsert_node(Arc::new(node));
+        }
+        let dra = scheduler.snapshot.dra_mut();
+        for class in &device_classes {
+            dra.upsert_class(convert::class(class));
+        }
+        for slice in &slices {
+            dra.upsert_slice(convert::slice(slice));
+        }
+        for claim in &claims {
+            dra.upsert_claim(convert::claim(claim));
         }
         for (namespace, labels) in namespaces {
             scheduler.snapshot.set_namespace(&namespace, labels);
@@ -196,12 +214,17 @@ impl Engine {
             message: None,
             nodes: world.explain.then(BTreeMap::new),
             attempts: world.explain.then(Vec::new),
+            claims: Vec::new(),
         });
+        // Admission drops the status a client wrote; the claims the catalog made for the
+        // pod's templates are recorded after it, as kube's claim controller does.
+        let claim_statuses = std::mem::take(&mut pod.status.resource_claim_statuses);
         if let Err(e) = admission::admit_pending_pod(&mut pod, classes, &AdmissionConfig::default())
         {
             world.outcomes[index].message = Some(e.to_string());
             return;
         }
+        pod.status.resource_claim_statuses = claim_statuses;
         if !self.scheduler.is_responsible_for(&pod) {
             let scheduler = &pod.spec.scheduler_name;
             world.outcomes[index].message =
@@ -322,7 +345,13 @@ impl Cluster for World {
         Some(queued)
     }
 
-    fn bind(&mut self, pod: &Arc<PodInfo>, node: &str, explanation: Option<Explanation>) {
+    fn bind(
+        &mut self,
+        pod: &Arc<PodInfo>,
+        node: &str,
+        claims: &[ClaimUpdate],
+        explanation: Option<Explanation>,
+    ) {
         let mut bound = (*pod.pod).clone();
         bound.spec.node_name = node.to_string();
         self.budgets.pod_bound(&bound);
@@ -336,6 +365,7 @@ impl Cluster for World {
         if let Some(outcome) = self.outcome(uid) {
             outcome.node = Some(node.to_string());
             outcome.message = None;
+            outcome.claims = claims.iter().map(claim_outcome).collect();
         }
     }
 
@@ -384,6 +414,33 @@ impl Cluster for World {
         self.failed_in.insert(uid.to_string(), self.started_in);
     }
 }
+/// A claim's allocation in the output's shape.
+fn claim_outcome(update: &ClaimUpdate) -> ClaimOutcome {
+    let devices = update
+        .claim
+        .allocation
+        .iter()
+        .flat_map(|a| &a.devices)
+        .map(|d| DeviceOutcome {
+            request: d.request.clone(),
+            driver: d.id.driver.to_string(),
+            pool: d.id.pool.to_string(),
+            device: d.id.device.to_string(),
+            consumed_capacity: d
+                .consumed_capacity
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect(),
+            share_id: d.share_id.clone(),
+        })
+        .collect();
+    ClaimOutcome {
+        name: update.pod_claim_name.clone(),
+        claim: format!("{}/{}", update.namespace, update.name),
+        devices,
+    }
+}
+
 /// The cycle's explanation in the output's shape.
 fn node_outcomes(explanation: Explanation) -> BTreeMap<String, NodeOutcome> {
     explanation

@@ -3,7 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use berth_model::model::{Node, Object, Pod, PodDisruptionBudget, StringMap, DEFAULT_NAMESPACE};
+use berth_model::model::{
+    DeviceClass, Node, Object, Pod, PodDisruptionBudget, ResourceClaim, ResourceClaimTemplate,
+    ResourceSlice, StringMap, DEFAULT_NAMESPACE,
+};
 use berth_model::names;
 use berth_model::validate;
 use rand::rngs::SmallRng;
@@ -26,6 +29,14 @@ pub struct Catalog {
     pub budgets: Vec<PodDisruptionBudget>,
     /// Every pod, workloads expanded, in input order: named, namespaced and with a uid.
     pub pods: Vec<Pod>,
+    /// DeviceClasses.
+    pub device_classes: Vec<DeviceClass>,
+    /// ResourceSlices.
+    pub slices: Vec<ResourceSlice>,
+    /// ResourceClaims: those of the input, then one per pod and template entry, made as
+    /// kube's resourceclaim controller makes them (the pod's `status.resourceClaimStatuses`
+    /// records each).
+    pub claims: Vec<ResourceClaim>,
     /// Remarks for the user (skipped kinds).
     pub notes: Vec<String>,
 }
@@ -70,6 +81,7 @@ impl Catalog {
         };
         let mut seen = Seen::default();
         let mut sources = Vec::new();
+        let mut templates: BTreeMap<String, ResourceClaimTemplate> = BTreeMap::new();
         for mut object in objects {
             if object.kind().is_namespaced() {
                 default_namespace(&mut object.meta_mut().namespace);
@@ -145,6 +157,22 @@ impl Catalog {
                     seen.insert(kind, key)?;
                     sources.push(PodSource::Job(Box::new(job)));
                 }
+                Object::DeviceClass(c) => {
+                    seen.insert(kind, key)?;
+                    catalog.device_classes.push(c);
+                }
+                Object::ResourceSlice(s) => {
+                    seen.insert(kind, key)?;
+                    catalog.slices.push(s);
+                }
+                Object::ResourceClaim(c) => {
+                    seen.insert(kind, key)?;
+                    catalog.claims.push(c);
+                }
+                Object::ResourceClaimTemplate(t) => {
+                    seen.insert(kind, key.clone())?;
+                    templates.insert(key, t);
+                }
                 Object::ResourceQuota(_) => catalog.notes.push(format!(
                     "skipping ResourceQuota {key} (quotas are not enforced by the simulation)"
                 )),
@@ -215,6 +243,9 @@ impl Catalog {
                 pod.metadata.name = unique_name(&mut seen, &pod, &prefix, &mut rng);
             }
             pod.metadata.uid = format!("sim-{index:06}");
+            if pod.spec.node_name.is_empty() {
+                catalog.claims_from_templates(&mut pod, &templates, &mut seen, &mut rng);
+            }
             catalog
                 .namespaces
                 .entry(pod.metadata.namespace.clone())
@@ -230,6 +261,49 @@ impl Catalog {
             default_namespace(&mut pdb.metadata.namespace);
         }
         Ok(catalog)
+    }
+}
+
+impl Catalog {
+    /// kube's resourceclaim controller for one pod: a claim from each template entry whose
+    /// template exists, owned by the pod and recorded in its status. An entry whose
+    /// template is missing gets no claim (the pod then waits, as in kube).
+    fn claims_from_templates(
+        &mut self,
+        pod: &mut Pod,
+        templates: &BTreeMap<String, ResourceClaimTemplate>,
+        seen: &mut Seen,
+        rng: &mut SmallRng,
+    ) {
+        let ns = pod.metadata.namespace.clone();
+        for entry in pod.spec.resource_claims.clone() {
+            let Some(template_name) = &entry.resource_claim_template_name else {
+                continue;
+            };
+            let Some(template) = templates.get(&format!("{ns}/{template_name}")) else {
+                self.notes.push(format!(
+                    "pod {ns}/{}: ResourceClaimTemplate {ns}/{template_name} does not exist",
+                    pod.metadata.name
+                ));
+                continue;
+            };
+            let prefix = crate::dra::template::claim_name_prefix(&pod.metadata.name, &entry.name);
+            let name = loop {
+                let name = format!("{prefix}{}", workloads::random_suffix(rng));
+                if seen.insert("ResourceClaim", format!("{ns}/{name}")).is_ok() {
+                    break name;
+                }
+            };
+            let claim =
+                crate::dra::template::claim_from_template(template, pod, &entry.name, &name);
+            pod.status
+                .resource_claim_statuses
+                .push(berth_model::model::PodResourceClaimStatus {
+                    name: entry.name.clone(),
+                    resource_claim_name: Some(name),
+                });
+            self.claims.push(claim);
+        }
     }
 }
 

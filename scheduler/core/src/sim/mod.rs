@@ -103,6 +103,41 @@ pub struct PodOutcome {
     /// shows first why nothing fitted, then where it went); empty when never attempted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<AttemptOutcome>>,
+    /// For a pod with ResourceClaims, once bound: each claim and the devices allocated to
+    /// it; absent for pods without claims.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ClaimOutcome>,
+}
+
+/// One ResourceClaim of a bound pod, in the `claims` of its [`PodOutcome`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimOutcome {
+    /// The entry's name in the pod's `spec.resourceClaims`.
+    pub name: String,
+    /// The claim, as `namespace/name`.
+    pub claim: String,
+    /// The devices allocated to the claim.
+    pub devices: Vec<DeviceOutcome>,
+}
+
+/// One allocated device of a [`ClaimOutcome`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceOutcome {
+    /// The claim's request the device serves (`req`, or `req/sub`).
+    pub request: String,
+    /// Driver.
+    pub driver: String,
+    /// Pool.
+    pub pool: String,
+    /// Device.
+    pub device: String,
+    /// For a shared device: what this allocation consumes of each capacity.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub consumed_capacity: BTreeMap<String, String>,
+    /// For a shared device: the share's id.
+    #[serde(default, rename = "shareID", skip_serializing_if = "Option::is_none")]
+    pub share_id: Option<String>,
 }
 
 /// One scheduling attempt of a pod, with `explain`.

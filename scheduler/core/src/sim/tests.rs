@@ -36,6 +36,10 @@ fn parse(yaml: &str) -> Vec<Object> {
                 "DaemonSet" => Object::DaemonSet(typed(value)),
                 "ResourceQuota" => Object::ResourceQuota(typed(value)),
                 "Job" => Object::Job(typed(value)),
+                "DeviceClass" => Object::DeviceClass(typed(value)),
+                "ResourceSlice" => Object::ResourceSlice(typed(value)),
+                "ResourceClaim" => Object::ResourceClaim(typed(value)),
+                "ResourceClaimTemplate" => Object::ResourceClaimTemplate(typed(value)),
                 other => panic!("test kind {other} not handled"),
             })
         })
@@ -1277,4 +1281,92 @@ spec:
             want: vec![("other", None)],
         },
     ]);
+}
+
+/// The GPU example of the README: one node with an a100 shared by capacity (80Gi, 10Gi
+/// steps) and a t4.
+const GPU_CLUSTER: &str = "\
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == \"gpu.berth.dev\"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: n1-gpus}
+spec:
+  driver: gpu.berth.dev
+  nodeName: n1
+  pool: {name: n1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    allowMultipleAllocations: true
+    attributes: {model: {string: a100}}
+    capacity:
+      memory: {value: 80Gi, requestPolicy: {default: 80Gi, validRange: {min: 10Gi, step: 10Gi}}}
+  - name: gpu-1
+    attributes: {model: {string: t4}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: half}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu
+          selectors:
+          - cel: {expression: 'device.attributes[\"gpu.berth.dev\"].model == \"a100\"'}
+          capacity: {requests: {memory: 35Gi}}
+";
+
+fn gpu_pod(name: &str) -> String {
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  resourceClaims:\n  - {{name: gpu, resourceClaimTemplateName: half}}\n  \
+         containers:\n  - name: main\n    image: app\n    resources: {{claims: [{{name: gpu}}]}}\n"
+    )
+}
+
+#[test]
+fn claims_from_templates_share_a_gpu_by_capacity() {
+    let yaml = format!(
+        "{}{GPU_CLUSTER}{}{}{}",
+        nodes(2, "4"),
+        gpu_pod("a"),
+        gpu_pod("b"),
+        gpu_pod("c")
+    );
+    let out = simulate(&yaml, false, 1);
+    assert_eq!(
+        placements(&out),
+        [
+            ("a".to_string(), Some("n1".to_string())),
+            ("b".to_string(), Some("n1".to_string())),
+            ("c".to_string(), None),
+        ]
+    );
+    let json = serde_json::to_value(&outcome(&out, "a").claims).expect("JSON");
+    let claim = json[0]["claim"].as_str().expect("claim name").to_string();
+    assert!(claim.starts_with("default/a-gpu-"), "{json}");
+    // 35Gi rounds up to the 40Gi step.
+    assert_eq!(json[0]["name"], "gpu");
+    assert_eq!(json[0]["devices"][0]["device"], "gpu-0");
+    assert_eq!(
+        json[0]["devices"][0]["consumedCapacity"],
+        json!({"memory": "40Gi"})
+    );
+    assert!(json[0]["devices"][0]["shareID"].is_string(), "{json}");
+    assert_eq!(
+        outcome(&out, "c").message.as_deref(),
+        Some(
+            "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, \
+             preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        )
+    );
+    assert!(outcome(&out, "c").claims.is_empty());
 }

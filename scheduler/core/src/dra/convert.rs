@@ -1,0 +1,263 @@
+//! Conversions between the `resource.k8s.io/v1` objects of berth-model and what the
+//! allocator and the DynamicResources plugin read, and back: the claim status the scheduler
+//! writes for its allocations. Used by the live loop and `berth sim` alike.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use berth_model::cel::{self, CelDevice, DeviceSelectorExpr, EvalError};
+use berth_model::model::{
+    AllocationResult, Device, DeviceAllocationMode, DeviceAllocationResult, DeviceClass,
+    DeviceRequestAllocationResult, Pod, ResourceClaim, ResourceClaimConsumerReference,
+    ResourceSlice, Time,
+};
+
+use super::allocator::{
+    AllocationMode, Class, Constraint, DeviceId, DeviceResult, DeviceSelector, ExactRequest,
+    Request, SelectorError,
+};
+use super::state::{AllocationInfo, ClaimInfo, ClaimUpdate, Consumer, NodeSelection, SliceInfo};
+use crate::plugins::dynamic_resources::PodClaimRef;
+
+/// A compiled CEL selector, or the compile error it got (kube reports that when the
+/// selector is used, as `CEL compile error`).
+#[derive(Debug)]
+struct CelSelector(Result<DeviceSelectorExpr, String>);
+
+impl DeviceSelector for CelSelector {
+    fn matches(&self, driver: &str, device: &Device) -> Result<bool, SelectorError> {
+        let expr = self
+            .0
+            .as_ref()
+            .map_err(|e| SelectorError::Compile(e.clone()))?;
+        let input = CelDevice {
+            driver,
+            attributes: &device.attributes,
+            capacity: &device.capacity,
+            allow_multiple_allocations: device.allows_multiple_allocations(),
+        };
+        expr.matches(&input)
+            .map_err(|EvalError { message }| SelectorError::Runtime(message))
+    }
+}
+
+fn selectors(list: &[berth_model::model::DeviceSelector]) -> Vec<Arc<dyn DeviceSelector>> {
+    list.iter()
+        .map(|s| {
+            let compiled = match &s.cel {
+                Some(c) => cel::compile(&c.expression).map_err(|e| e.to_string()),
+                None => Err("CEL expression empty (unsupported selector type?)".to_string()),
+            };
+            Arc::new(CelSelector(compiled)) as Arc<dyn DeviceSelector>
+        })
+        .collect()
+}
+
+/// A DeviceClass with its selectors compiled.
+pub fn class(class: &DeviceClass) -> Class {
+    Class {
+        name: class.metadata.name.clone(),
+        selectors: selectors(&class.spec.selectors),
+    }
+}
+
+/// A ResourceSlice as the allocator reads it.
+pub fn slice(slice: &ResourceSlice) -> SliceInfo {
+    let spec = &slice.spec;
+    let nodes = match (&spec.node_name, spec.all_nodes, &spec.node_selector) {
+        (Some(node), _, _) if !node.is_empty() => NodeSelection::Node(node.clone()),
+        (_, Some(true), _) => NodeSelection::All,
+        (_, _, Some(selector)) => NodeSelection::Selector(selector.clone()),
+        // perDeviceNodeSelection and counter-only slices are not supported: no node
+        // reaches their devices.
+        _ => NodeSelection::Selector(Default::default()),
+    };
+    SliceInfo {
+        name: slice.metadata.name.clone(),
+        driver: spec.driver.as_str().into(),
+        pool: spec.pool.name.as_str().into(),
+        generation: spec.pool.generation,
+        slice_count: spec.pool.resource_slice_count.max(1),
+        nodes,
+        devices: spec.devices.iter().cloned().map(Arc::new).collect(),
+    }
+}
+
+fn exact(name: &str, params: berth_model::model::RequestParams<'_>) -> ExactRequest {
+    ExactRequest {
+        name: name.to_string(),
+        class: None,
+        class_name: params.device_class_name.to_string(),
+        selectors: selectors(params.selectors),
+        mode: match params.allocation_mode {
+            DeviceAllocationMode::ExactCount => {
+                AllocationMode::ExactCount(u32::try_from(params.count.max(0)).unwrap_or(u32::MAX))
+            }
+            DeviceAllocationMode::All => AllocationMode::All,
+        },
+        admin_access: params.admin_access,
+        capacity: params
+            .capacity
+            .map(|c| c.requests.clone())
+            .unwrap_or_default(),
+    }
+}
+
+/// A ResourceClaim as the plugin reads it.
+pub fn claim(claim: &ResourceClaim) -> ClaimInfo {
+    let devices = &claim.spec.devices;
+    let requests = devices
+        .requests
+        .iter()
+        .map(|r| match &r.exactly {
+            Some(e) => Request::Exactly(exact(&r.name, e.params())),
+            None => Request::FirstAvailable {
+                name: r.name.clone(),
+                alternatives: r
+                    .first_available
+                    .iter()
+                    .map(|s| exact(&s.name, s.params()))
+                    .collect(),
+            },
+        })
+        .collect();
+    let constraints = devices
+        .constraints
+        .iter()
+        .filter_map(|c| {
+            c.match_attribute.as_ref().map(|a| Constraint {
+                requests: c.requests.clone(),
+                match_attribute: a.clone(),
+            })
+        })
+        .collect();
+    let allocation = claim.status.allocation.as_ref().map(|a| AllocationInfo {
+        devices: a
+            .devices
+            .results
+            .iter()
+            .map(|r| DeviceResult {
+                request: r.request.clone(),
+                id: DeviceId {
+                    driver: r.driver.as_str().into(),
+                    pool: r.pool.as_str().into(),
+                    device: r.device.as_str().into(),
+                },
+                admin_access: r.admin_access.unwrap_or(false),
+                consumed_capacity: r.consumed_capacity.clone(),
+                share_id: r.share_id.clone(),
+            })
+            .collect(),
+        node_selector: a.node_selector.clone(),
+    });
+    let meta = &claim.metadata;
+    ClaimInfo {
+        namespace: meta.namespace.clone(),
+        name: meta.name.clone(),
+        uid: meta.uid.clone(),
+        requests,
+        constraints,
+        allocation,
+        reserved_for: claim
+            .status
+            .reserved_for
+            .iter()
+            .map(|r| Consumer {
+                resource: r.resource.clone(),
+                name: r.name.clone(),
+                uid: r.uid.clone(),
+            })
+            .collect(),
+        deleting: meta.deletion_timestamp.is_some(),
+        owner_uid: meta
+            .owner_references
+            .iter()
+            .find(|o| o.controller == Some(true))
+            .map(|o| o.uid.clone()),
+        resource_version: meta.resource_version.clone(),
+    }
+}
+
+/// The pod's `spec.resourceClaims`, each with its claim's name when known (kube's
+/// `resourceclaim.Name`).
+pub fn pod_claim_refs(pod: &Pod) -> Vec<PodClaimRef> {
+    pod.spec
+        .resource_claims
+        .iter()
+        .map(|c| match &c.resource_claim_name {
+            Some(name) => PodClaimRef {
+                name: c.name.clone(),
+                claim_name: Some(name.clone()),
+                from_template: false,
+            },
+            None => PodClaimRef {
+                name: c.name.clone(),
+                claim_name: pod
+                    .status
+                    .resource_claim_statuses
+                    .iter()
+                    .find(|s| s.name == c.name)
+                    .and_then(|s| s.resource_claim_name.clone()),
+                from_template: true,
+            },
+        })
+        .collect()
+}
+
+/// The stored claim with the scheduler's decision applied: `status.allocation` (with its
+/// timestamp) when the claim was allocated now, and the pod among `status.reservedFor`.
+pub fn apply_update(stored: &ResourceClaim, update: &ClaimUpdate, now: Time) -> ResourceClaim {
+    let mut claim = stored.clone();
+    if let Some(allocation) = &update.allocation {
+        claim.status.allocation = Some(AllocationResult {
+            devices: DeviceAllocationResult {
+                results: allocation
+                    .devices
+                    .iter()
+                    .map(|d| DeviceRequestAllocationResult {
+                        request: d.request.clone(),
+                        driver: d.id.driver.to_string(),
+                        pool: d.id.pool.to_string(),
+                        device: d.id.device.to_string(),
+                        admin_access: d.admin_access.then_some(true),
+                        share_id: d.share_id.clone(),
+                        consumed_capacity: d.consumed_capacity.clone(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            },
+            node_selector: allocation.node_selector.clone(),
+            allocation_timestamp: Some(now),
+        });
+    }
+    for consumer in &update.claim.reserved_for {
+        if !claim.is_reserved_for(&consumer.uid) {
+            claim
+                .status
+                .reserved_for
+                .push(ResourceClaimConsumerReference::pod(
+                    &consumer.name,
+                    &consumer.uid,
+                ));
+        }
+    }
+    claim
+}
+
+/// `namespace/name` → the devices of each allocated claim, for messages and output.
+pub fn devices_of(claim: &ResourceClaim) -> BTreeMap<String, Vec<String>> {
+    let mut by_request: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in claim
+        .status
+        .allocation
+        .iter()
+        .flat_map(|a| &a.devices.results)
+    {
+        by_request
+            .entry(r.request.clone())
+            .or_default()
+            .push(format!("{}/{}/{}", r.driver, r.pool, r.device));
+    }
+    by_request
+}

@@ -1,0 +1,205 @@
+//! End-to-end tests of Dynamic Resource Allocation (issue 11) with the real binaries: a
+//! node's GPUs published as a ResourceSlice, pods whose claims the scheduler allocates and
+//! writes before binding, the devices reaching the process in its environment, a GPU shared
+//! by capacity, and pods that stay Pending with kube's message when no device fits.
+
+mod common;
+
+use common::{str_at, wait_until, TestCluster};
+
+/// A DeviceClass of the GPU driver, and node `gpu-node`'s two GPUs: `gpu-0` (a100, 80Gi,
+/// shareable in steps of 10Gi) and `gpu-1` (t4, whole).
+const DEVICES: &str = "\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == \"gpu.berth.dev\"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: gpu-node-gpus}
+spec:
+  driver: gpu.berth.dev
+  nodeName: gpu-node
+  pool: {name: gpu-node, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    allowMultipleAllocations: true
+    attributes:
+      model: {string: a100}
+      index: {int: 0}
+    capacity:
+      memory:
+        value: 80Gi
+        requestPolicy:
+          default: 80Gi
+          validRange: {min: 10Gi, step: 10Gi}
+  - name: gpu-1
+    attributes:
+      model: {string: t4}
+      index: {int: 1}
+    capacity:
+      memory: {value: 16Gi}
+";
+
+/// A claim for one GPU of `model`, taking `memory` of it when given.
+fn claim(name: &str, model: &str, memory: Option<&str>) -> String {
+    let capacity = memory
+        .map(|m| format!("\n          capacity:\n            requests: {{memory: {m}}}"))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: {name}}}\n\
+         spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly:\n          \
+         deviceClassName: gpu\n          selectors:\n          - cel: {{expression: 'device.attributes[\"gpu.berth.dev\"].model == \"{model}\"'}}{capacity}\n"
+    )
+}
+
+/// A process pod using `claim` as its entry `gpu`; it prints its device variables and
+/// sleeps.
+fn pod(name: &str, claim: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  resourceClaims:\n  - name: gpu\n    \
+         resourceClaimName: {claim}\n  containers:\n  - name: main\n    image: sh\n    \
+         command: [sh, -c, 'echo \"cuda=$CUDA_VISIBLE_DEVICES dev=$BERTH_DEVICE_GPU_GPU\"; sleep 600']\n    \
+         resources:\n      claims:\n      - name: gpu\n"
+    )
+}
+
+fn apply(cluster: &TestCluster, name: &str, yaml: &str) {
+    let path = cluster.manifest(name, yaml);
+    cluster.berth_ok(&["apply", "-f", path.to_str().expect("UTF-8 path")]);
+}
+
+fn start(cluster: &mut TestCluster, name: &str) {
+    let root = cluster.dir.path().join(format!("{name}-root"));
+    let args = [
+        "--runtime",
+        "process",
+        "--root-dir",
+        root.to_str().expect("UTF-8 path"),
+        "--cpu",
+        "4",
+        "--memory",
+        "4Gi",
+    ];
+    cluster.spawn_agent(name, &args, &[]);
+}
+
+/// The pod's PodScheduled=False message, once it has one.
+fn pending_message(cluster: &TestCluster, pod: &str) -> Option<String> {
+    let json = cluster.pod_json(pod);
+    let conditions = json.pointer("/status/conditions")?.as_array()?;
+    conditions
+        .iter()
+        .find(|c| c["type"] == "PodScheduled" && c["status"] == "False")
+        .map(|c| c["message"].as_str().unwrap_or_default().to_string())
+}
+
+#[test]
+fn pods_get_devices_share_a_gpu_by_capacity_and_wait_when_none_fits() {
+    let mut cluster = TestCluster::start();
+    start(&mut cluster, "gpu-node");
+    start(&mut cluster, "cpu-node");
+    cluster.wait_ready_nodes(2);
+    apply(&cluster, "devices.yaml", DEVICES);
+    apply(
+        &cluster,
+        "claims.yaml",
+        &[
+            claim("whole", "t4", None),
+            claim("half-1", "a100", Some("40Gi")),
+            claim("half-2", "a100", Some("40Gi")),
+            claim("half-3", "a100", Some("40Gi")),
+            claim("none", "h100", None),
+        ]
+        .join("---\n"),
+    );
+
+    // A whole t4: the pod lands on the node with the device, the claim records it, and
+    // the process sees it.
+    apply(&cluster, "whole.yaml", &pod("whole", "whole"));
+    wait_until("whole runs", || {
+        str_at(&cluster.pod_json("whole"), "/status/phase") == "Running"
+    });
+    assert_eq!(
+        str_at(&cluster.pod_json("whole"), "/spec/nodeName"),
+        "gpu-node"
+    );
+    let claims = cluster.berth_ok(&["get", "resourceclaims"]);
+    assert!(
+        claims
+            .lines()
+            .any(|l| l.starts_with("whole ") && l.contains("allocated,reserved")),
+        "{claims}"
+    );
+    wait_until("whole prints its device", || {
+        let out = cluster.berth(&["logs", "whole"]);
+        String::from_utf8_lossy(&out.stdout).contains("cuda=1 dev=gpu.berth.dev/gpu-node/gpu-1")
+    });
+
+    // Two pods take 40Gi each of the a100; a third would exceed its 80Gi and waits.
+    apply(&cluster, "half-1.yaml", &pod("half-1", "half-1"));
+    apply(&cluster, "half-2.yaml", &pod("half-2", "half-2"));
+    for name in ["half-1", "half-2"] {
+        wait_until(&format!("{name} runs"), || {
+            str_at(&cluster.pod_json(name), "/status/phase") == "Running"
+        });
+    }
+    let json = cluster.berth_ok(&["get", "resourceclaims", "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&json).expect("claims JSON");
+    let shares: Vec<&serde_json::Value> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|c| c["metadata"]["name"] == "half-1" || c["metadata"]["name"] == "half-2")
+        .map(|c| &c["status"]["allocation"]["devices"]["results"][0])
+        .collect();
+    assert_eq!(shares.len(), 2, "{json}");
+    for share in &shares {
+        assert_eq!(share["device"], "gpu-0", "{json}");
+        assert_eq!(share["consumedCapacity"]["memory"], "40Gi", "{json}");
+        assert!(
+            share["shareID"].as_str().is_some_and(|s| s.len() == 36),
+            "{json}"
+        );
+    }
+    assert_ne!(shares[0]["shareID"], shares[1]["shareID"], "{json}");
+    wait_until("half-2 sees the a100", || {
+        let out = cluster.berth(&["logs", "half-2"]);
+        String::from_utf8_lossy(&out.stdout).contains("cuda=0 dev=gpu.berth.dev/gpu-node/gpu-0")
+    });
+
+    apply(&cluster, "half-3.yaml", &pod("half-3", "half-3"));
+    wait_until("half-3 is unschedulable", || {
+        pending_message(&cluster, "half-3").is_some()
+    });
+    let message = pending_message(&cluster, "half-3").expect("a message");
+    assert_eq!(
+        message,
+        "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, \
+         preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+    );
+    let described = cluster.berth_ok(&["describe", "pod", "half-3"]);
+    assert!(
+        described.contains("gpu:") && described.contains("half-3 (pending)"),
+        "names its claim:\n{described}"
+    );
+
+    // No device matches the selector: Pending with the same words.
+    apply(&cluster, "none.yaml", &pod("none", "none"));
+    wait_until("none is unschedulable", || {
+        pending_message(&cluster, "none").is_some()
+    });
+    assert!(pending_message(&cluster, "none")
+        .expect("a message")
+        .starts_with("0/2 nodes are available: 2 cannot allocate all claims."),);
+
+    // When half-1 and its claim are gone, half-3 takes the share.
+    cluster.berth_ok(&["delete", "pod", "half-1"]);
+    cluster.berth_ok(&["delete", "resourceclaim", "half-1"]);
+    wait_until("half-3 runs", || {
+        str_at(&cluster.pod_json("half-3"), "/status/phase") == "Running"
+    });
+}
