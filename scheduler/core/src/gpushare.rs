@@ -6,6 +6,14 @@
 
 use std::collections::BTreeMap;
 
+/// The driver (and DeviceClass) of the GPUs the policies see: the lab's OpenB nodes publish
+/// their GPUs under it.
+pub const GPU_DRIVER: &str = "gpu.berth.dev";
+/// The capacity of a GPU device that claims share, in thousandths of the GPU.
+pub const SHARE_CAPACITY: &str = "milli";
+/// The attribute that names a GPU's model.
+pub const MODEL_ATTRIBUTE: &str = "model";
+
 /// A whole GPU, in thousandths.
 pub const MILLI: u32 = 1000;
 /// The CPU that normalises CPU terms (BestFit, DotProd): 128 cores, in millicores.

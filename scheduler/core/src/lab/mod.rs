@@ -2,6 +2,7 @@
 //! replays (lab.md).
 
 pub mod experiment;
+pub mod objects;
 pub mod openb;
 pub mod summary;
 
