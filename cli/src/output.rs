@@ -103,6 +103,15 @@ impl Table {
         }
     }
 
+    /// Adds a column after the others, with one cell per row in order.
+    pub fn append_column(&mut self, title: &str, cells: impl IntoIterator<Item = String>) {
+        self.header.push(title.to_string());
+        let mut cells = cells.into_iter();
+        for row in &mut self.rows {
+            row.push(cells.next().unwrap_or_default());
+        }
+    }
+
     /// Whether the table has no rows.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()

@@ -57,6 +57,17 @@ pub struct GetArgs {
     /// Add a LABELS column.
     #[arg(long)]
     pub show_labels: bool,
+    /// Add a column per label key with the objects' values (`-L app,tier`).
+    #[arg(
+        short = 'L',
+        long = "label-columns",
+        value_delimiter = ',',
+        value_name = "KEY"
+    )]
+    pub label_columns: Vec<String>,
+    /// Sort the objects by this JSONPath (`{.metadata.creationTimestamp}`, braces optional).
+    #[arg(long, value_name = "PATH")]
+    pub sort_by: Option<String>,
     /// Leave out the header line.
     #[arg(long)]
     pub no_headers: bool,
@@ -125,6 +136,40 @@ fn parse_custom_columns(spec: &str) -> anyhow::Result<Vec<(String, Template)>> {
         bail!("custom-columns format specified but no custom columns given");
     }
     Ok(columns)
+}
+
+/// kubectl's `-L` columns: one per key, titled with the key's last segment in capitals,
+/// each cell the object's value of that label (empty when it has none).
+pub fn add_label_columns(table: &mut Table, keys: &[String], objects: &[Object]) {
+    for key in keys {
+        let title = key.rsplit('/').next().unwrap_or(key).to_uppercase();
+        let cells = objects
+            .iter()
+            .map(|o| o.meta().labels.get(key).cloned().unwrap_or_default());
+        table.append_column(&title, cells);
+    }
+}
+
+/// Sorts objects by a JSONPath's value, as `--sort-by`: numbers by value, other values by
+/// their text; an object without the field comes first. The sort is stable.
+pub fn sort_by_path(objects: &mut [Object], template: &Template) {
+    let key = |o: &Object| {
+        let values = template
+            .values(&crate::output::object_value(o))
+            .unwrap_or_default();
+        match values.first() {
+            None => (0, 0.0, String::new()),
+            Some(serde_json::Value::Number(n)) => (1, n.as_f64().unwrap_or(0.0), String::new()),
+            Some(serde_json::Value::String(s)) => (2, 0.0, s.clone()),
+            Some(other) => (2, 0.0, other.to_string()),
+        }
+    };
+    objects.sort_by(|a, b| {
+        let (ka, kb) = (key(a), key(b));
+        ka.0.cmp(&kb.0)
+            .then(ka.1.total_cmp(&kb.1))
+            .then_with(|| ka.2.cmp(&kb.2))
+    });
 }
 
 /// The custom-columns table of objects: each cell the path's values joined by commas,
@@ -237,6 +282,17 @@ pub async fn run(args: GetArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
         }
     }
 
+    if let Some(path) = &args.sort_by {
+        let path = if path.starts_with('{') {
+            path.clone()
+        } else {
+            format!("{{{path}}}")
+        };
+        let template = Template::parse(&path)?;
+        for (_, objects) in &mut groups {
+            sort_by_path(objects, &template);
+        }
+    }
     let total: usize = groups.iter().map(|(_, objects)| objects.len()).sum();
     let all_cluster_scoped = groups.iter().all(|(k, _)| !k.is_namespaced());
     let text = match &args.output {
@@ -286,7 +342,8 @@ pub async fn run(args: GetArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
                 if !text.is_empty() {
                     text.push('\n');
                 }
-                let table = table(*kind, objects, options, now);
+                let mut table = table(*kind, objects, options, now);
+                add_label_columns(&mut table, &args.label_columns, objects);
                 text.push_str(&table.render(!args.no_headers));
             }
             text
@@ -316,6 +373,7 @@ pub struct Printer {
     options: TableOptions,
     headers: bool,
     events_column: bool,
+    label_columns: Vec<String>,
     printed_header: bool,
     documents: usize,
 }
@@ -333,6 +391,7 @@ impl Printer {
             },
             headers: !args.no_headers,
             events_column: args.output_watch_events,
+            label_columns: args.label_columns.clone(),
             printed_header: false,
             documents: 0,
         }
@@ -364,6 +423,7 @@ impl Printer {
             Some(OutputFormat::Wide) | None => {
                 let objects: Vec<Object> = items.iter().map(|(_, o)| o.clone()).collect();
                 let mut table = table(kind, &objects, self.options, now);
+                add_label_columns(&mut table, &self.label_columns, &objects);
                 if self.events_column {
                     let events = items.iter().map(|(e, _)| e.as_str().to_string());
                     table.prepend_column("EVENT", events);
@@ -797,6 +857,62 @@ mod tests {
     };
     use berth_proto::Quantity;
     use std::time::Duration;
+
+    #[test]
+    fn sort_by_and_label_columns_follow_kubectl() {
+        use berth_model::testing::PodBuilder;
+        let pod = |name: &str, app: Option<&str>, cpu: i64| {
+            let mut b = PodBuilder::new(name).cpu_millis(cpu);
+            if let Some(app) = app {
+                b = b.label("app.kubernetes.io/name", app);
+            }
+            Object::Pod(b.build())
+        };
+        let objects = vec![
+            pod("c", Some("web"), 500),
+            pod("a", None, 1500),
+            pod("b", Some("db"), 250),
+        ];
+        // (--sort-by, names in order)
+        let cases = [
+            ("{.metadata.name}", ["a", "b", "c"]),
+            (
+                "{.metadata.labels['app.kubernetes.io/name']}",
+                ["a", "b", "c"],
+            ),
+            ("{.spec.priority}", ["c", "a", "b"]),
+            ("{.spec.containers[0].name}", ["c", "a", "b"]),
+        ];
+        let mut reversed = objects.clone();
+        reversed.reverse();
+        for (path, want) in cases {
+            let mut sorted = objects.clone();
+            sort_by_path(&mut sorted, &Template::parse(path).expect("a path"));
+            let names: Vec<&str> = sorted.iter().map(|o| o.meta().name.as_str()).collect();
+            assert_eq!(names, want, "{path}");
+        }
+        // Labels "web" and "db": the unlabelled pod first, then by value.
+        let mut labelled = reversed;
+        sort_by_path(
+            &mut labelled,
+            &Template::parse("{.metadata.labels['app.kubernetes.io/name']}").expect("a path"),
+        );
+        let names: Vec<&str> = labelled.iter().map(|o| o.meta().name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        let mut table = Table::new(["NAME"]);
+        for o in &objects {
+            table.row(vec![o.meta().name.clone()]);
+        }
+        add_label_columns(
+            &mut table,
+            &["app.kubernetes.io/name".to_string()],
+            &objects,
+        );
+        assert_eq!(
+            table.render(true),
+            "NAME   NAME\nc      web\na      \nb      db\n"
+        );
+    }
 
     #[test]
     fn tables_have_kubectl_columns() {
