@@ -112,6 +112,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Schedule manifests offline with the real scheduler and explain every decision.
     Sim(sim::SimArgs),
+    /// Run experiments over time: traces or scenarios, several policies and seeds.
+    Lab(lab::LabArgs),
 }
 
 /// Runs `berth` with the process's arguments and standard streams; returns the exit code.
@@ -168,6 +170,7 @@ pub async fn execute(cli: Cli, io: &mut cmd::Io) -> ExitCode {
         Command::Dev(args) => dev::run(args).await,
         Command::Bench(args) => bench::run(args).await,
         Command::Sim(args) => sim::run(args, io),
+        Command::Lab(args) => lab::run(args, io),
         command => {
             let mut ctx = cmd::Context::new(cli.global, io);
             cmd::run(command, &mut ctx).await

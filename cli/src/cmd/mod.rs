@@ -236,6 +236,7 @@ pub async fn run(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<()> 
         Command::Dev(_) => bail!("`berth dev` is not a client verb"),
         Command::Bench(_) => bail!("`berth bench` is not a client verb"),
         Command::Sim(_) => bail!("`berth sim` is not a client verb"),
+        Command::Lab(_) => bail!("`berth lab` is not a client verb"),
     }
 }
 

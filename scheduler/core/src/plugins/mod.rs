@@ -14,6 +14,7 @@
 pub mod balanced_allocation;
 pub mod default_preemption;
 pub mod dynamic_resources;
+pub mod gpu_share;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
@@ -201,6 +202,16 @@ pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSe
             Ok(PluginSet {
                 name: default_preemption::NAME,
                 post_filter: Some(p),
+                ..PluginSet::default()
+            })
+        }
+        name if crate::gpushare::Policy::from_name(name).is_some() => {
+            let policy = crate::gpushare::Policy::from_name(name).expect("checked");
+            let p = with_args(policy.name(), args, |a| gpu_share::GpuShare::try_new(policy, a))?;
+            Ok(PluginSet {
+                name: policy.name(),
+                pre_score: Some(p.clone()),
+                score: Some(p),
                 ..PluginSet::default()
             })
         }

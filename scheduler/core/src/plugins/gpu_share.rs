@@ -1,0 +1,271 @@
+//! The FGD paper's six GPU-sharing policies (lab.md) as score plugins over DRA devices:
+//! `FGD`, `BestFit`, `DotProd`, `GpuPacking`, `GpuClustering` and `Random`, usable in any
+//! profile (the lab's and a live cluster's). Each sees a node's GPUs as the devices of its
+//! driver in the node's ResourceSlices, with the share left on each (the device's share
+//! capacity minus what allocated claims consume of it), and a pod's ask as its claims'
+//! requests of the GPU device class. The arithmetic is [`crate::gpushare`]'s.
+//!
+//! A policy also chooses the GPU(s) on the node it picks ([`Score::preferred_devices`]):
+//! the DynamicResources allocator tries those devices first, so the allocation is the
+//! policy's choice, as in the paper.
+//!
+//! Args (`pluginConfig`): `deviceClassName` (the class whose requests are GPUs; default
+//! `gpu.berth.dev`), `driver` (default `gpu.berth.dev`) and, for FGD, `targetWorkload`: the
+//! task shapes with their weights (`[{cpuMilli, gpus, gpuMilli, models, weight}]`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hasher as _;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::InvalidArgs;
+use crate::dra::allocator::{AllocationMode, DeviceId, Request};
+use crate::dra::state::DraState;
+use crate::framework::hash::FastHasher;
+use crate::framework::{
+    CycleState, NodeInfo, Plugin, PluginError, PodInfo, PreScore, PreScoreInput, Score, Snapshot,
+};
+use crate::gpushare::{self, Ask, GpuKind, NodeGpus, Policy, TargetWorkload, MILLI};
+use crate::dra::convert::pod_claim_refs;
+
+pub use crate::gpushare::{GPU_DRIVER, MODEL_ATTRIBUTE, SHARE_CAPACITY};
+
+/// One shape of the target workload, as written in the args.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ShapeArgs {
+    /// CPU, in millicores.
+    #[serde(default)]
+    pub cpu_milli: u64,
+    /// GPUs.
+    #[serde(default)]
+    pub gpus: u32,
+    /// Share of each GPU, in thousandths.
+    #[serde(default)]
+    pub gpu_milli: u32,
+    /// Allowed GPU models (empty: any).
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Its weight (they are renormalised to sum to 1).
+    pub weight: f64,
+}
+
+/// The plugins' args.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GpuShareArgs {
+    /// The device class whose requests are GPUs.
+    #[serde(default)]
+    pub device_class_name: Option<String>,
+    /// The GPUs' driver.
+    #[serde(default)]
+    pub driver: Option<String>,
+    /// FGD's target workload.
+    #[serde(default)]
+    pub target_workload: Vec<ShapeArgs>,
+}
+
+/// One of the six policies as a plugin.
+#[derive(Debug)]
+pub struct GpuShare {
+    policy: Policy,
+    class: String,
+    driver: String,
+    target: TargetWorkload,
+}
+
+impl GpuShare {
+    /// The plugin for `policy`, with its args checked.
+    pub fn try_new(policy: Policy, args: GpuShareArgs) -> Result<Self, InvalidArgs> {
+        let mut shapes = Vec::with_capacity(args.target_workload.len());
+        let total: f64 = args.target_workload.iter().map(|s| s.weight).sum();
+        for (i, s) in args.target_workload.iter().enumerate() {
+            if !(s.weight.is_finite() && s.weight > 0.0) {
+                return Err(InvalidArgs::new(format!("targetWorkload[{i}].weight"), "must be a positive number"));
+            }
+            if s.gpu_milli > MILLI || (s.gpus > 1 && s.gpu_milli != MILLI) || (s.gpus == 0 && s.gpu_milli != 0) {
+                return Err(InvalidArgs::new(
+                    format!("targetWorkload[{i}].gpuMilli"),
+                    "must be 1..1000 for one GPU, 1000 for several, 0 for none",
+                ));
+            }
+            let ask = Ask { cpu_milli: s.cpu_milli, gpus: s.gpus, milli: s.gpu_milli, models: s.models.clone() };
+            shapes.push((ask, s.weight / total));
+        }
+        if policy == Policy::Fgd && shapes.is_empty() {
+            return Err(InvalidArgs::new("targetWorkload", "FGD needs the target workload's shapes"));
+        }
+        Ok(GpuShare {
+            policy,
+            class: args.device_class_name.unwrap_or_else(|| GPU_DRIVER.to_string()),
+            driver: args.driver.unwrap_or_else(|| GPU_DRIVER.to_string()),
+            target: TargetWorkload { shapes },
+        })
+    }
+
+    /// The pod's ask: its CPU request, and the GPUs its claims request of the GPU class.
+    fn ask(&self, dra: &DraState, pod: &PodInfo) -> Ask {
+        let mut ask = Ask { cpu_milli: pod.requests.milli_cpu.max(0) as u64, gpus: 0, milli: 0, models: Vec::new() };
+        for r in pod_claim_refs(&pod.pod) {
+            let Some(name) = &r.claim_name else { continue };
+            let Some(claim) = dra.claim(&pod.pod.metadata.namespace, name) else { continue };
+            for request in &claim.requests {
+                let Request::Exactly(exact) = request else { continue };
+                if exact.class_name != self.class {
+                    continue;
+                }
+                let count = match exact.mode {
+                    AllocationMode::ExactCount(n) => n,
+                    AllocationMode::All => 1,
+                };
+                let milli = exact.capacity.get(SHARE_CAPACITY).map_or(MILLI, |q| q.millis().clamp(0, 1000 * 1000) as u32 / 1000);
+                ask.gpus += count;
+                ask.milli = if count == 1 && ask.gpus == 1 { milli.min(MILLI) } else { MILLI };
+            }
+        }
+        if ask.gpus == 0 {
+            ask.milli = 0;
+        }
+        ask
+    }
+
+    fn gpus(&self, dra: &DraState, node: &NodeInfo) -> (NodeGpus, Vec<DeviceId>) {
+        node_gpus(dra, node, &self.driver)
+    }
+
+    /// What the node already hosts, by kind of GPU task (GpuClustering).
+    fn hosted(&self, dra: &DraState, node: &NodeInfo) -> BTreeMap<GpuKind, usize> {
+        let mut hosted = BTreeMap::new();
+        for pod in &node.pods {
+            if let Some(kind) = self.ask(dra, pod).kind() {
+                *hosted.entry(kind).or_default() += 1;
+            }
+        }
+        hosted
+    }
+
+    /// The policy's score of the node and the GPUs (indices into the node's GPUs) it would
+    /// take.
+    fn evaluate(&self, view: &NodeGpus, hosted: Option<&BTreeMap<GpuKind, usize>>, ask: &Ask, pod: &PodInfo) -> (i64, Vec<usize>) {
+        let best_fit = || view.best_fit(ask).unwrap_or_default();
+        match self.policy {
+            Policy::Fgd => gpushare::fgd(&self.target, view, ask),
+            Policy::BestFit => (gpushare::best_fit(view, ask), best_fit()),
+            Policy::DotProd => (gpushare::dot_prod(view, ask), best_fit()),
+            Policy::GpuPacking => (gpushare::gpu_packing(view, ask), best_fit()),
+            Policy::GpuClustering => {
+                let empty = BTreeMap::new();
+                (gpushare::gpu_clustering(view, hosted.unwrap_or(&empty), ask), best_fit())
+            }
+            Policy::Random => {
+                if ask.is_shared() {
+                    let fit: Vec<usize> = (0..view.free.len()).filter(|&g| view.free[g] >= ask.milli).collect();
+                    let pick = (!fit.is_empty()).then(|| fit[(pod_hash(pod) % fit.len() as u64) as usize]);
+                    (0, pick.into_iter().collect())
+                } else {
+                    (0, view.lowest_free(ask.gpus).unwrap_or_default())
+                }
+            }
+        }
+    }
+}
+
+/// A pod's hash: Random's GPU choice, reproducible from the pod's identity.
+fn pod_hash(pod: &PodInfo) -> u64 {
+    let mut h = FastHasher::default();
+    h.write(pod.uid().as_bytes());
+    h.finish()
+}
+
+/// What PreScore computed for Score: the pod's ask and each feasible node's GPUs.
+#[derive(Clone)]
+struct Prepared {
+    ask: Arc<Ask>,
+    nodes: Arc<HashMap<String, (NodeGpus, Option<BTreeMap<GpuKind, usize>>)>>,
+}
+
+impl GpuShare {
+    /// The GPUs the policy takes for `pod` on `node`: what the allocator should try first.
+    pub fn preferred_devices(&self, pod: &PodInfo, node: &NodeInfo, snapshot: &Snapshot) -> Vec<DeviceId> {
+        let dra = snapshot.dra();
+        let ask = self.ask(dra, pod);
+        if ask.gpus == 0 {
+            return Vec::new();
+        }
+        let (view, ids) = self.gpus(dra, node);
+        let hosted = (self.policy == Policy::GpuClustering).then(|| self.hosted(dra, node));
+        let (_, gpus) = self.evaluate(&view, hosted.as_ref(), &ask, pod);
+        gpus.into_iter().filter_map(|g| ids.get(g).cloned()).collect()
+    }
+}
+
+impl Plugin for GpuShare {
+    fn name(&self) -> &'static str {
+        self.policy.name()
+    }
+}
+
+impl PreScore for GpuShare {
+    fn pre_score(&self, state: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError> {
+        let dra = input.snapshot.dra();
+        let ask = self.ask(dra, input.pod);
+        let clustering = self.policy == Policy::GpuClustering;
+        let nodes = input
+            .feasible
+            .iter()
+            .map(|n| {
+                let (view, _) = self.gpus(dra, n);
+                (n.name().to_string(), (view, clustering.then(|| self.hosted(dra, n))))
+            })
+            .collect();
+        state.insert(Prepared { ask: Arc::new(ask), nodes: Arc::new(nodes) });
+        Ok(())
+    }
+}
+
+impl Score for GpuShare {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        let Some(prepared) = state.get::<Prepared>() else { return 0 };
+        let Some((view, hosted)) = prepared.nodes.get(node.name()) else { return 0 };
+        self.evaluate(view, hosted.as_ref(), &prepared.ask, pod).0
+    }
+
+    fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [i64]) {
+        if self.policy.normalises() {
+            gpushare::normalise(scores);
+        }
+    }
+}
+
+
+/// A node's GPUs: the devices of `driver` it reaches, in order, with their free share (the
+/// share capacity minus what allocated claims consume; a device held whole has none), and
+/// their identities.
+pub fn node_gpus(dra: &DraState, node: &NodeInfo, driver: &str) -> (NodeGpus, Vec<DeviceId>) {
+        let allocated = dra.allocated();
+        let mut view = NodeGpus { cpu_free: 0, model: None, free: Vec::new() };
+        view.cpu_free = (node.allocatable.milli_cpu - node.requested.milli_cpu).max(0) as u64;
+        let mut ids = Vec::new();
+        for pool in dra.pools_for(&node.node).iter().filter(|p| &*p.driver == driver) {
+            for (device, id) in pool.devices.iter().zip(&pool.ids) {
+                let capacity = device
+                    .capacity
+                    .get(SHARE_CAPACITY)
+                    .map_or(i64::from(MILLI) * 1000, |c| c.value.millis())
+                    .max(1);
+                let used = if allocated.exclusive.contains(id) {
+                    capacity
+                } else {
+                    allocated.consumed.get(id).and_then(|c| c.get(SHARE_CAPACITY)).map_or(0, |q| q.millis())
+                };
+                let free = (capacity - used).clamp(0, capacity) * i64::from(MILLI) / capacity;
+                view.free.push(free as u32);
+                if view.model.is_none() {
+                    view.model = device.attributes.get(MODEL_ATTRIBUTE).and_then(|a| a.string.clone());
+                }
+                ids.push(id.clone());
+            }
+        }
+        (view, ids)
+    }
