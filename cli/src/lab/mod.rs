@@ -76,14 +76,21 @@ fn run_experiment(args: RunArgs, io: &mut Io) -> anyhow::Result<()> {
         .with_context(|| format!("reading {}", args.experiment.display()))?;
     let mut experiment = Experiment::from_yaml(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.experiment.display()))?;
-    let base = args.experiment.parent().map(Path::to_path_buf).unwrap_or_default();
+    let base = args
+        .experiment
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     if let Some(seeds) = args.seeds {
         experiment.seeds = seeds;
     }
     if let Some(pods) = &args.pods {
         match &mut experiment.workload.openb {
             Some(openb) => openb.pods = pods.display().to_string(),
-            None => bail!("--pods replaces an OpenB task list, and {} has none", args.experiment.display()),
+            None => bail!(
+                "--pods replaces an OpenB task list, and {} has none",
+                args.experiment.display()
+            ),
         }
     }
     let mut policies = experiment.policies.clone();
@@ -91,7 +98,10 @@ fn run_experiment(args: RunArgs, io: &mut Io) -> anyhow::Result<()> {
         for name in &args.policies {
             if !policies.iter().any(|p| p.name() == name) {
                 let known: Vec<&str> = policies.iter().map(PolicySpec::name).collect();
-                bail!("--policy {name}: the experiment has no such policy (it has {})", known.join(", "));
+                bail!(
+                    "--policy {name}: the experiment has no such policy (it has {})",
+                    known.join(", ")
+                );
             }
         }
         policies.retain(|p| args.policies.iter().any(|n| n == p.name()));
@@ -99,13 +109,20 @@ fn run_experiment(args: RunArgs, io: &mut Io) -> anyhow::Result<()> {
     let setup = setup(&experiment, &base, args.pods.is_some())?;
     let profiles: Vec<(String, Profiles)> = policies
         .iter()
-        .map(|p| Ok((p.name().to_string(), profiles_for(p, &experiment, &base, &setup)?)))
+        .map(|p| {
+            Ok((
+                p.name().to_string(),
+                profiles_for(p, &experiment, &base, &setup)?,
+            ))
+        })
         .collect::<anyhow::Result<_>>()?;
 
     let runs: Vec<(usize, u64)> = (0..profiles.len())
         .flat_map(|p| experiment.seeds.0.iter().map(move |&s| (p, s)))
         .collect();
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()
@@ -130,7 +147,14 @@ fn run_experiment(args: RunArgs, io: &mut Io) -> anyhow::Result<()> {
         .unwrap_or_else(|| PathBuf::from("lab-out").join(&experiment.name));
     let order: Vec<String> = profiles.iter().map(|(n, _)| n.clone()).collect();
     let by_time = experiment.workload.openb.is_none();
-    let table = report::write(&dir, &experiment.name, &order, &results, experiment.record.format, by_time)?;
+    let table = report::write(
+        &dir,
+        &experiment.name,
+        &order,
+        &results,
+        experiment.record.format,
+        by_time,
+    )?;
     write!(io.out, "{table}")?;
     let peak = berth_scheduler::perf::report::peak_rss_bytes(None);
     writeln!(
@@ -154,9 +178,15 @@ fn setup(experiment: &Experiment, base: &Path, pods_from_flag: bool) -> anyhow::
     }
     cluster.extend(load_objects(base, &experiment.cluster.manifests)?);
     let workload = match &experiment.workload {
-        WorkloadSpec { openb: Some(pods), .. } => {
+        WorkloadSpec {
+            openb: Some(pods), ..
+        } => {
             // --pods is relative to where berth runs; the file's path to the file.
-            let path = if pods_from_flag { PathBuf::from(&pods.pods) } else { base.join(&pods.pods) };
+            let path = if pods_from_flag {
+                PathBuf::from(&pods.pods)
+            } else {
+                base.join(&pods.pods)
+            };
             LabWorkload::Openb {
                 tasks: openb::read_tasks(&path)?,
                 mode: pods.arrival,
@@ -164,18 +194,29 @@ fn setup(experiment: &Experiment, base: &Path, pods_from_flag: bool) -> anyhow::
                 coverage_percent: pods.target_coverage_percent,
             }
         }
-        WorkloadSpec { steps, duration, .. } => LabWorkload::Steps {
+        WorkloadSpec {
+            steps, duration, ..
+        } => LabWorkload::Steps {
             steps: steps
                 .iter()
                 .map(|step| {
                     Ok(LabStep {
                         at: step.at,
                         create: load_objects(base, &step.create)?,
-                        delete: step.delete.iter().map(|r| ObjectRef::parse(r).expect("checked")).collect(),
+                        delete: step
+                            .delete
+                            .iter()
+                            .map(|r| ObjectRef::parse(r).expect("checked"))
+                            .collect(),
                         patch: step
                             .patch
                             .iter()
-                            .map(|p| (ObjectRef::parse(&p.object).expect("checked"), p.merge.clone()))
+                            .map(|p| {
+                                (
+                                    ObjectRef::parse(&p.object).expect("checked"),
+                                    p.merge.clone(),
+                                )
+                            })
                             .collect(),
                         cordon: step.cordon.clone(),
                         uncordon: step.uncordon.clone(),
@@ -200,7 +241,10 @@ fn load_objects(base: &Path, paths: &[String]) -> anyhow::Result<Vec<berth_proto
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let paths: Vec<String> = paths.iter().map(|p| base.join(p).display().to_string()).collect();
+    let paths: Vec<String> = paths
+        .iter()
+        .map(|p| base.join(p).display().to_string())
+        .collect();
     let loaded = manifest::load_with(
         &paths,
         LoadOptions {
@@ -223,7 +267,8 @@ fn profiles_for(
         PolicySpec::Builtin(name) => engine::builtin_profiles(name, setup)?,
         PolicySpec::Config(c) => {
             let path = base.join(&c.config);
-            let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
             Profiles::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
         }
     };

@@ -21,8 +21,8 @@ use super::experiment::{ArrivalMode, Every, ObjectRef, TieBreak as FileTieBreak}
 use super::openb::{artifact_arrivals, trace_arrivals, TraceTask, MILLI_GPU};
 use super::summary::{RunResult, Sample};
 use crate::framework::{Snapshot, TieBreak};
-use crate::gpushare::{Ask, NodeGpus, Policy, TargetWorkload};
 use crate::gpushare::GPU_DRIVER;
+use crate::gpushare::{Ask, NodeGpus, Policy, TargetWorkload};
 use crate::plugins::gpu_share;
 use crate::profile::Profiles;
 use crate::sim::engine::{Engine, SimEvent};
@@ -136,11 +136,16 @@ pub fn builtin_profiles(name: &str, setup: &LabSetup) -> Result<Profiles, LabErr
     if name == super::experiment::DEFAULT_POLICY {
         return Ok(Profiles::default());
     }
-    let policy = Policy::from_name(name).ok_or_else(|| LabError::UnknownPolicy(name.to_string()))?;
+    let policy =
+        Policy::from_name(name).ok_or_else(|| LabError::UnknownPolicy(name.to_string()))?;
     let mut args = serde_json::Map::new();
     if policy == Policy::Fgd {
         let target = match &setup.workload {
-            LabWorkload::Openb { tasks, coverage_percent, .. } => target_workload(tasks, *coverage_percent),
+            LabWorkload::Openb {
+                tasks,
+                coverage_percent,
+                ..
+            } => target_workload(tasks, *coverage_percent),
             LabWorkload::Steps { .. } => TargetWorkload::default(),
         };
         let shapes: Vec<serde_json::Value> = target
@@ -207,8 +212,17 @@ struct Meter {
 
 impl Meter {
     fn new(snapshot: &Snapshot, target: Option<TargetWorkload>) -> Self {
-        let mut meter = Meter { driver: GPU_DRIVER, target, nodes: HashMap::new(), sum: NodeTotals::default() };
-        let names: Vec<String> = snapshot.nodes().iter().map(|n| n.name().to_string()).collect();
+        let mut meter = Meter {
+            driver: GPU_DRIVER,
+            target,
+            nodes: HashMap::new(),
+            sum: NodeTotals::default(),
+        };
+        let names: Vec<String> = snapshot
+            .nodes()
+            .iter()
+            .map(|n| n.name().to_string())
+            .collect();
         for name in names {
             meter.remeasure(snapshot, &name);
         }
@@ -263,9 +277,17 @@ impl Meter {
             cpu_alloc_pct: pct(s.cpu_used as f64, s.cpu_alloc as f64),
             memory_alloc_pct: pct(s.memory_used as f64, s.memory_alloc as f64),
             gpu_alloc_milli: allocated,
-            unallocated_gpu_pct: if s.gpu_capacity > 0 { 100.0 - pct(allocated as f64, s.gpu_capacity as f64) } else { 0.0 },
+            unallocated_gpu_pct: if s.gpu_capacity > 0 {
+                100.0 - pct(allocated as f64, s.gpu_capacity as f64)
+            } else {
+                0.0
+            },
             frag_milli: s.frag,
-            frag_ratio: if s.gpu_idle > 0 { s.frag / s.gpu_idle as f64 } else { 0.0 },
+            frag_ratio: if s.gpu_idle > 0 {
+                s.frag / s.gpu_idle as f64
+            } else {
+                0.0
+            },
             pending: counts.pending,
             failed: counts.failed,
             scheduled: counts.scheduled,
@@ -308,14 +330,30 @@ impl Counts {
 }
 
 /// Runs `setup` once with `profiles` (the policy named `policy`) and `seed`.
-pub fn run(setup: &LabSetup, policy: &str, profiles: Profiles, seed: u64) -> Result<RunResult, LabError> {
+pub fn run(
+    setup: &LabSetup,
+    policy: &str,
+    profiles: Profiles,
+    seed: u64,
+) -> Result<RunResult, LabError> {
     let started = Instant::now();
     let catalog = Catalog::read(setup.cluster.clone(), seed)?;
-    let options = SimOptions { seed, explain: false, profiles };
+    let options = SimOptions {
+        seed,
+        explain: false,
+        profiles,
+    };
     let mut engine = Engine::new(catalog, options)?;
     let samples = match &setup.workload {
-        LabWorkload::Openb { tasks, mode, fill_percent, coverage_percent } => {
-            let target = setup.fragmentation.then(|| target_workload(tasks, *coverage_percent));
+        LabWorkload::Openb {
+            tasks,
+            mode,
+            fill_percent,
+            coverage_percent,
+        } => {
+            let target = setup
+                .fragmentation
+                .then(|| target_workload(tasks, *coverage_percent));
             run_openb(&mut engine, tasks, *mode, *fill_percent, target, seed)
         }
         LabWorkload::Steps { steps, duration } => run_steps(&mut engine, setup, steps, *duration)?,
@@ -378,7 +416,9 @@ fn run_openb(
         counts.arrivals += 1;
         arrived_gpu += task.gpu_request();
         let events = engine.settle(at.map(|at| start + at));
-        let bound = events.iter().any(|e| matches!(e, SimEvent::Bound { uid: u, .. } if *u == uid));
+        let bound = events
+            .iter()
+            .any(|e| matches!(e, SimEvent::Bound { uid: u, .. } if *u == uid));
         let touched = counts.absorb(&events);
         remeasure(&mut meter, engine.snapshot(), touched);
         match (mode, bound) {
@@ -452,8 +492,15 @@ fn run_steps(
     Ok(samples)
 }
 
-fn apply_step(engine: &mut Engine, step: &LabStep, counts: &mut Counts) -> Result<Vec<SimEvent>, LabError> {
-    let fail = |message: String| LabError::Step { at: step.at, message };
+fn apply_step(
+    engine: &mut Engine,
+    step: &LabStep,
+    counts: &mut Counts,
+) -> Result<Vec<SimEvent>, LabError> {
+    let fail = |message: String| LabError::Step {
+        at: step.at,
+        message,
+    };
     let mut events = Vec::new();
     for object in &step.create {
         if matches!(object, Object::Pod(_)) {
@@ -462,10 +509,18 @@ fn apply_step(engine: &mut Engine, step: &LabStep, counts: &mut Counts) -> Resul
         events.extend(engine.create(object.clone()).map_err(fail)?);
     }
     for r in &step.delete {
-        events.extend(engine.delete(&r.kind, r.namespace.as_deref(), &r.name).map_err(fail)?);
+        events.extend(
+            engine
+                .delete(&r.kind, r.namespace.as_deref(), &r.name)
+                .map_err(fail)?,
+        );
     }
     for (r, merge) in &step.patch {
-        events.extend(engine.patch(&r.kind, r.namespace.as_deref(), &r.name, merge).map_err(fail)?);
+        events.extend(
+            engine
+                .patch(&r.kind, r.namespace.as_deref(), &r.name, merge)
+                .map_err(fail)?,
+        );
     }
     for node in &step.cordon {
         engine.set_unschedulable(node, true).map_err(fail)?;
@@ -481,4 +536,3 @@ fn apply_step(engine: &mut Engine, step: &LabStep, counts: &mut Counts) -> Resul
     }
     Ok(events)
 }
-

@@ -21,13 +21,13 @@ use serde::Deserialize;
 
 use super::InvalidArgs;
 use crate::dra::allocator::{AllocationMode, DeviceId, Request};
+use crate::dra::convert::pod_claim_refs;
 use crate::dra::state::DraState;
 use crate::framework::hash::FastHasher;
 use crate::framework::{
     CycleState, NodeInfo, Plugin, PluginError, PodInfo, PreScore, PreScoreInput, Score, Snapshot,
 };
 use crate::gpushare::{self, Ask, GpuKind, NodeGpus, Policy, TargetWorkload, MILLI};
-use crate::dra::convert::pod_claim_refs;
 
 pub use crate::gpushare::{GPU_DRIVER, MODEL_ATTRIBUTE, SHARE_CAPACITY};
 
@@ -82,23 +82,39 @@ impl GpuShare {
         let total: f64 = args.target_workload.iter().map(|s| s.weight).sum();
         for (i, s) in args.target_workload.iter().enumerate() {
             if !(s.weight.is_finite() && s.weight > 0.0) {
-                return Err(InvalidArgs::new(format!("targetWorkload[{i}].weight"), "must be a positive number"));
+                return Err(InvalidArgs::new(
+                    format!("targetWorkload[{i}].weight"),
+                    "must be a positive number",
+                ));
             }
-            if s.gpu_milli > MILLI || (s.gpus > 1 && s.gpu_milli != MILLI) || (s.gpus == 0 && s.gpu_milli != 0) {
+            if s.gpu_milli > MILLI
+                || (s.gpus > 1 && s.gpu_milli != MILLI)
+                || (s.gpus == 0 && s.gpu_milli != 0)
+            {
                 return Err(InvalidArgs::new(
                     format!("targetWorkload[{i}].gpuMilli"),
                     "must be 1..1000 for one GPU, 1000 for several, 0 for none",
                 ));
             }
-            let ask = Ask { cpu_milli: s.cpu_milli, gpus: s.gpus, milli: s.gpu_milli, models: s.models.clone() };
+            let ask = Ask {
+                cpu_milli: s.cpu_milli,
+                gpus: s.gpus,
+                milli: s.gpu_milli,
+                models: s.models.clone(),
+            };
             shapes.push((ask, s.weight / total));
         }
         if policy == Policy::Fgd && shapes.is_empty() {
-            return Err(InvalidArgs::new("targetWorkload", "FGD needs the target workload's shapes"));
+            return Err(InvalidArgs::new(
+                "targetWorkload",
+                "FGD needs the target workload's shapes",
+            ));
         }
         Ok(GpuShare {
             policy,
-            class: args.device_class_name.unwrap_or_else(|| GPU_DRIVER.to_string()),
+            class: args
+                .device_class_name
+                .unwrap_or_else(|| GPU_DRIVER.to_string()),
             driver: args.driver.unwrap_or_else(|| GPU_DRIVER.to_string()),
             target: TargetWorkload { shapes },
         })
@@ -106,12 +122,21 @@ impl GpuShare {
 
     /// The pod's ask: its CPU request, and the GPUs its claims request of the GPU class.
     fn ask(&self, dra: &DraState, pod: &PodInfo) -> Ask {
-        let mut ask = Ask { cpu_milli: pod.requests.milli_cpu.max(0) as u64, gpus: 0, milli: 0, models: Vec::new() };
+        let mut ask = Ask {
+            cpu_milli: pod.requests.milli_cpu.max(0) as u64,
+            gpus: 0,
+            milli: 0,
+            models: Vec::new(),
+        };
         for r in pod_claim_refs(&pod.pod) {
             let Some(name) = &r.claim_name else { continue };
-            let Some(claim) = dra.claim(&pod.pod.metadata.namespace, name) else { continue };
+            let Some(claim) = dra.claim(&pod.pod.metadata.namespace, name) else {
+                continue;
+            };
             for request in &claim.requests {
-                let Request::Exactly(exact) = request else { continue };
+                let Request::Exactly(exact) = request else {
+                    continue;
+                };
                 if exact.class_name != self.class {
                     continue;
                 }
@@ -119,9 +144,16 @@ impl GpuShare {
                     AllocationMode::ExactCount(n) => n,
                     AllocationMode::All => 1,
                 };
-                let milli = exact.capacity.get(SHARE_CAPACITY).map_or(MILLI, |q| q.millis().clamp(0, 1000 * 1000) as u32 / 1000);
+                let milli = exact
+                    .capacity
+                    .get(SHARE_CAPACITY)
+                    .map_or(MILLI, |q| q.millis().clamp(0, 1000 * 1000) as u32 / 1000);
                 ask.gpus += count;
-                ask.milli = if count == 1 && ask.gpus == 1 { milli.min(MILLI) } else { MILLI };
+                ask.milli = if count == 1 && ask.gpus == 1 {
+                    milli.min(MILLI)
+                } else {
+                    MILLI
+                };
             }
         }
         if ask.gpus == 0 {
@@ -147,7 +179,13 @@ impl GpuShare {
 
     /// The policy's score of the node and the GPUs (indices into the node's GPUs) it would
     /// take.
-    fn evaluate(&self, view: &NodeGpus, hosted: Option<&BTreeMap<GpuKind, usize>>, ask: &Ask, pod: &PodInfo) -> (i64, Vec<usize>) {
+    fn evaluate(
+        &self,
+        view: &NodeGpus,
+        hosted: Option<&BTreeMap<GpuKind, usize>>,
+        ask: &Ask,
+        pod: &PodInfo,
+    ) -> (i64, Vec<usize>) {
         let best_fit = || view.best_fit(ask).unwrap_or_default();
         match self.policy {
             Policy::Fgd => gpushare::fgd(&self.target, view, ask),
@@ -156,12 +194,18 @@ impl GpuShare {
             Policy::GpuPacking => (gpushare::gpu_packing(view, ask), best_fit()),
             Policy::GpuClustering => {
                 let empty = BTreeMap::new();
-                (gpushare::gpu_clustering(view, hosted.unwrap_or(&empty), ask), best_fit())
+                (
+                    gpushare::gpu_clustering(view, hosted.unwrap_or(&empty), ask),
+                    best_fit(),
+                )
             }
             Policy::Random => {
                 if ask.is_shared() {
-                    let fit: Vec<usize> = (0..view.free.len()).filter(|&g| view.free[g] >= ask.milli).collect();
-                    let pick = (!fit.is_empty()).then(|| fit[(pod_hash(pod) % fit.len() as u64) as usize]);
+                    let fit: Vec<usize> = (0..view.free.len())
+                        .filter(|&g| view.free[g] >= ask.milli)
+                        .collect();
+                    let pick =
+                        (!fit.is_empty()).then(|| fit[(pod_hash(pod) % fit.len() as u64) as usize]);
                     (0, pick.into_iter().collect())
                 } else {
                     (0, view.lowest_free(ask.gpus).unwrap_or_default())
@@ -187,7 +231,12 @@ struct Prepared {
 
 impl GpuShare {
     /// The GPUs the policy takes for `pod` on `node`: what the allocator should try first.
-    pub fn preferred_devices(&self, pod: &PodInfo, node: &NodeInfo, snapshot: &Snapshot) -> Vec<DeviceId> {
+    pub fn preferred_devices(
+        &self,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        snapshot: &Snapshot,
+    ) -> Vec<DeviceId> {
         let dra = snapshot.dra();
         let ask = self.ask(dra, pod);
         if ask.gpus == 0 {
@@ -196,7 +245,9 @@ impl GpuShare {
         let (view, ids) = self.gpus(dra, node);
         let hosted = (self.policy == Policy::GpuClustering).then(|| self.hosted(dra, node));
         let (_, gpus) = self.evaluate(&view, hosted.as_ref(), &ask, pod);
-        gpus.into_iter().filter_map(|g| ids.get(g).cloned()).collect()
+        gpus.into_iter()
+            .filter_map(|g| ids.get(g).cloned())
+            .collect()
     }
 }
 
@@ -216,18 +267,28 @@ impl PreScore for GpuShare {
             .iter()
             .map(|n| {
                 let (view, _) = self.gpus(dra, n);
-                (n.name().to_string(), (view, clustering.then(|| self.hosted(dra, n))))
+                (
+                    n.name().to_string(),
+                    (view, clustering.then(|| self.hosted(dra, n))),
+                )
             })
             .collect();
-        state.insert(Prepared { ask: Arc::new(ask), nodes: Arc::new(nodes) });
+        state.insert(Prepared {
+            ask: Arc::new(ask),
+            nodes: Arc::new(nodes),
+        });
         Ok(())
     }
 }
 
 impl Score for GpuShare {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
-        let Some(prepared) = state.get::<Prepared>() else { return 0 };
-        let Some((view, hosted)) = prepared.nodes.get(node.name()) else { return 0 };
+        let Some(prepared) = state.get::<Prepared>() else {
+            return 0;
+        };
+        let Some((view, hosted)) = prepared.nodes.get(node.name()) else {
+            return 0;
+        };
         self.evaluate(view, hosted.as_ref(), &prepared.ask, pod).0
     }
 
@@ -238,34 +299,48 @@ impl Score for GpuShare {
     }
 }
 
-
 /// A node's GPUs: the devices of `driver` it reaches, in order, with their free share (the
 /// share capacity minus what allocated claims consume; a device held whole has none), and
 /// their identities.
 pub fn node_gpus(dra: &DraState, node: &NodeInfo, driver: &str) -> (NodeGpus, Vec<DeviceId>) {
-        let allocated = dra.allocated();
-        let mut view = NodeGpus { cpu_free: 0, model: None, free: Vec::new() };
-        view.cpu_free = (node.allocatable.milli_cpu - node.requested.milli_cpu).max(0) as u64;
-        let mut ids = Vec::new();
-        for pool in dra.pools_for(&node.node).iter().filter(|p| &*p.driver == driver) {
-            for (device, id) in pool.devices.iter().zip(&pool.ids) {
-                let capacity = device
-                    .capacity
-                    .get(SHARE_CAPACITY)
-                    .map_or(i64::from(MILLI) * 1000, |c| c.value.millis())
-                    .max(1);
-                let used = if allocated.exclusive.contains(id) {
-                    capacity
-                } else {
-                    allocated.consumed.get(id).and_then(|c| c.get(SHARE_CAPACITY)).map_or(0, |q| q.millis())
-                };
-                let free = (capacity - used).clamp(0, capacity) * i64::from(MILLI) / capacity;
-                view.free.push(free as u32);
-                if view.model.is_none() {
-                    view.model = device.attributes.get(MODEL_ATTRIBUTE).and_then(|a| a.string.clone());
-                }
-                ids.push(id.clone());
+    let allocated = dra.allocated();
+    let mut view = NodeGpus {
+        cpu_free: 0,
+        model: None,
+        free: Vec::new(),
+    };
+    view.cpu_free = (node.allocatable.milli_cpu - node.requested.milli_cpu).max(0) as u64;
+    let mut ids = Vec::new();
+    for pool in dra
+        .pools_for(&node.node)
+        .iter()
+        .filter(|p| &*p.driver == driver)
+    {
+        for (device, id) in pool.devices.iter().zip(&pool.ids) {
+            let capacity = device
+                .capacity
+                .get(SHARE_CAPACITY)
+                .map_or(i64::from(MILLI) * 1000, |c| c.value.millis())
+                .max(1);
+            let used = if allocated.exclusive.contains(id) {
+                capacity
+            } else {
+                allocated
+                    .consumed
+                    .get(id)
+                    .and_then(|c| c.get(SHARE_CAPACITY))
+                    .map_or(0, |q| q.millis())
+            };
+            let free = (capacity - used).clamp(0, capacity) * i64::from(MILLI) / capacity;
+            view.free.push(free as u32);
+            if view.model.is_none() {
+                view.model = device
+                    .attributes
+                    .get(MODEL_ATTRIBUTE)
+                    .and_then(|a| a.string.clone());
             }
+            ids.push(id.clone());
         }
-        (view, ids)
     }
+    (view, ids)
+}

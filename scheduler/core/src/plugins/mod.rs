@@ -207,7 +207,9 @@ pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSe
         }
         name if crate::gpushare::Policy::from_name(name).is_some() => {
             let policy = crate::gpushare::Policy::from_name(name).expect("checked");
-            let p = with_args(policy.name(), args, |a| gpu_share::GpuShare::try_new(policy, a))?;
+            let p = with_args(policy.name(), args, |a| {
+                gpu_share::GpuShare::try_new(policy, a)
+            })?;
             Ok(PluginSet {
                 name: policy.name(),
                 pre_score: Some(p.clone()),

@@ -58,12 +58,18 @@ impl Engine {
         if claim.metadata.namespace.is_empty() {
             claim.metadata.namespace = berth_model::model::DEFAULT_NAMESPACE.to_string();
         }
-        self.scheduler.snapshot.dra_mut().upsert_claim(crate::dra::convert::claim(&claim));
+        self.scheduler
+            .snapshot
+            .dra_mut()
+            .upsert_claim(crate::dra::convert::claim(&claim));
     }
 
     /// Removes a ResourceClaim (its allocation, if any, is freed).
     pub fn remove_claim(&mut self, namespace: &str, name: &str) {
-        self.scheduler.snapshot.dra_mut().remove_claim(namespace, name);
+        self.scheduler
+            .snapshot
+            .dra_mut()
+            .remove_claim(namespace, name);
     }
 
     /// Schedules until no pod can make progress, moving the clock to back-off expiries no
