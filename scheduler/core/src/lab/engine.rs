@@ -536,3 +536,67 @@ fn apply_step(
     }
     Ok(events)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::openb::{parse_nodes, parse_tasks};
+
+    fn setup() -> LabSetup {
+        let nodes = parse_nodes(
+            "n.csv",
+            "sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,2,T4\nn1,8000,16384,1,P100\n",
+        )
+        .unwrap();
+        let tasks = parse_tasks(
+            "t.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\na,1000,1024,1,500,\nb,1000,1024,1,500,\nc,1000,1024,2,1000,\nd,1000,1024,1,1000,P100\n",
+        )
+        .unwrap();
+        LabSetup {
+            cluster: openb_cluster(&nodes),
+            workload: LabWorkload::Openb {
+                tasks,
+                mode: ArrivalMode::Artifact,
+                fill_percent: 100,
+                coverage_percent: 100,
+            },
+            every: Every::Arrival,
+            fragmentation: true,
+        }
+    }
+
+    #[test]
+    fn an_openb_run_places_tasks_through_the_scheduler_and_samples_each_arrival() {
+        let setup = setup();
+        let profiles = builtin_profiles("FGD", &setup)
+            .unwrap()
+            .with_tie_break(TieBreak::Ranked);
+        let a = run(&setup, "FGD", profiles.clone(), 7).unwrap();
+        let b = run(&setup, "FGD", profiles, 7).unwrap();
+        assert_eq!(a.samples, b.samples, "same seed, same samples");
+        let last = a.samples.last().unwrap();
+        assert_eq!(last.arrivals as usize, a.samples.len());
+        assert_eq!(last.scheduled + last.failed, last.arrivals);
+        // 3 GPUs in all: the two halves share one, the 2-GPU task and the P100 task fit.
+        assert!(last.scheduled >= 3, "{last:?}");
+        assert!(last.unallocated_gpu_pct < 100.0 && last.unallocated_gpu_pct >= 0.0);
+        assert_eq!(
+            last.gpu_alloc_milli,
+            3000 - (last.unallocated_gpu_pct * 30.0).round() as u64
+        );
+    }
+
+    #[test]
+    fn every_builtin_policy_builds_and_unknown_names_are_refused() {
+        let setup = setup();
+        for p in Policy::ALL {
+            builtin_profiles(p.name(), &setup).unwrap_or_else(|e| panic!("{}: {e}", p.name()));
+        }
+        assert!(builtin_profiles("default", &setup).is_ok());
+        assert!(matches!(
+            builtin_profiles("FDG", &setup),
+            Err(LabError::UnknownPolicy(_))
+        ));
+    }
+}
