@@ -113,18 +113,9 @@ pub enum LabError {
     },
 }
 
-fn ask_of(task: &TraceTask) -> Ask {
-    Ask {
-        cpu_milli: task.cpu_milli,
-        gpus: task.gpus,
-        milli: if task.gpus == 0 { 0 } else { task.gpu_milli },
-        models: task.gpu_spec.clone(),
-    }
-}
-
 /// The target workload of a task list: its shapes covering `coverage_percent` of tasks.
 pub fn target_workload(tasks: &[TraceTask], coverage_percent: u64) -> TargetWorkload {
-    let asks: Vec<Ask> = tasks.iter().map(ask_of).collect();
+    let asks: Vec<Ask> = tasks.iter().map(TraceTask::ask).collect();
     TargetWorkload::from_asks(asks.iter(), coverage_percent as f64 / 100.0)
 }
 

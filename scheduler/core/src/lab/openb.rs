@@ -54,6 +54,16 @@ impl TraceTask {
         u64::from(self.gpus) * u64::from(self.gpu_milli)
     }
 
+    /// What it asks for, as the GPU policies see it.
+    pub fn ask(&self) -> crate::gpushare::Ask {
+        crate::gpushare::Ask {
+            cpu_milli: self.cpu_milli,
+            gpus: self.gpus,
+            milli: if self.gpus == 0 { 0 } else { self.gpu_milli },
+            models: self.gpu_spec.clone(),
+        }
+    }
+
     /// Whether it may run on a GPU of this model.
     pub fn allows_model(&self, model: Option<&str>) -> bool {
         self.gpu_spec.is_empty() || model.is_some_and(|m| self.gpu_spec.iter().any(|s| s == m))

@@ -10,16 +10,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::openb::{artifact_arrivals, read_nodes, read_tasks, TraceTask};
-use crate::gpushare::{self, Ask, GpuKind, NodeGpus, Policy, TargetWorkload};
-
-fn ask_of(t: &TraceTask) -> Ask {
-    Ask {
-        cpu_milli: t.cpu_milli,
-        gpus: t.gpus,
-        milli: if t.gpus == 0 { 0 } else { t.gpu_milli },
-        models: t.gpu_spec.clone(),
-    }
-}
+use crate::gpushare::{self, Ask, GpuKind, NodeGpus, Policy};
 
 /// Unallocated GPU % averaged per whole arrived percent, for one policy and seed.
 fn run(policy: Policy, seed: u64) -> BTreeMap<u64, f64> {
@@ -28,8 +19,8 @@ fn run(policy: Policy, seed: u64) -> BTreeMap<u64, f64> {
     let dir = Path::new(&dir);
     let nodes = read_nodes(&dir.join("openb_node_list_gpu_node.csv")).unwrap();
     let tasks = read_tasks(&dir.join("openb_pod_list_default.csv")).unwrap();
-    let asks: Vec<Ask> = tasks.iter().map(ask_of).collect();
-    let target = TargetWorkload::from_asks(asks.iter(), 0.95);
+    let asks: Vec<Ask> = tasks.iter().map(TraceTask::ask).collect();
+    let target = super::engine::target_workload(&tasks, 95);
     let capacity: u64 = nodes.iter().map(|n| u64::from(n.gpus) * 1000).sum();
     let arrivals = artifact_arrivals(&tasks, capacity, 130, seed);
     let mut state: Vec<NodeGpus> = nodes
