@@ -71,6 +71,13 @@ pub enum Error {
         /// Length of the stored value.
         len: usize,
     },
+    /// A fenced commit's leadership no longer holds (lost, given up, or taken over by
+    /// another replica); nothing was written.
+    #[error("not the leader: the leadership of {identity:?} was lost, so the write was refused")]
+    NotLeader {
+        /// The identity whose leadership the commit's guard came from.
+        identity: String,
+    },
     /// The database at this path could not be opened.
     #[error("cannot open store at {}", .path.display())]
     Open {

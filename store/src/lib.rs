@@ -13,6 +13,9 @@
 //!   cluster-scoped kinds, whose values are the objects as JSON (the model types' serde form).
 //!   A `meta` tree holds the revision counter. A commit is one sled transaction across all of
 //!   these trees, then a flush, then a broadcast of its changes.
+//! - [`Elector`], [`Leadership`], [`Guard`] and [`FencedStore`] (in `election.rs`): leader
+//!   election and writes fenced on the leadership, so a deposed leader cannot write;
+//!   [`LocalElector`] is the in-process elector for sled.
 //! - [`Error`] (in `error.rs`) says what failed and on which object.
 //!
 //! Every write gets the next revision, stored in the object's `metadata.resourceVersion`;
@@ -22,10 +25,12 @@
 //! [`Kind`]: berth_proto::model::Kind
 #![warn(missing_docs)]
 
+mod election;
 mod error;
 mod object_store;
 mod sled_store;
 
+pub use election::{ElectionConfig, Elector, FencedStore, Guard, Leadership, LocalElector};
 pub use error::{Error, Result};
 pub use object_store::{Change, ChangeType, ObjectStore, Op, Precondition};
 pub use sled_store::{SledStore, CHANNEL_CAPACITY};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use berth_proto::model::{Kind, Object, ObjectKey};
 use tokio::sync::broadcast;
 
-use crate::Result;
+use crate::{Guard, Result};
 
 /// A condition a write checks against the stored object before it applies.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -89,6 +89,19 @@ pub trait ObjectStore: Send + Sync {
     /// first failure is returned. On `Ok`, the changes are on disk and have been sent to
     /// subscribers; the result holds one [`Change`] per op, in order.
     fn commit(&self, ops: Vec<Op>) -> Result<Vec<Change>>;
+
+    /// [`ObjectStore::commit`], fenced: applies only if `guard`'s leadership still holds
+    /// when the commit applies, and otherwise fails with
+    /// [`Error::NotLeader`](crate::Error::NotLeader) and writes nothing.
+    ///
+    /// The default checks the guard in this process, then commits: right for a store whose
+    /// leadership is process-local (sled, with [`LocalElector`](crate::LocalElector)). A
+    /// store with a remote election (etcd) overrides it to check the election key inside
+    /// the commit's transaction.
+    fn commit_guarded(&self, guard: &Guard, ops: Vec<Op>) -> Result<Vec<Change>> {
+        guard.check()?;
+        self.commit(ops)
+    }
 
     /// The latest revision assigned (0 for an empty, never-written store).
     fn revision(&self) -> u64;

@@ -127,6 +127,8 @@ impl From<berth_store::Error> for Error {
                 expected,
                 found,
             },
+            // A deposed leader's write: the client should retry on the current leader.
+            e @ berth_store::Error::NotLeader { .. } => Error::Unavailable(e.to_string()),
             other => Error::Store(other),
         }
     }
