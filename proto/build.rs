@@ -1,4 +1,4 @@
-//! Generates the berth.v1 gRPC code with the vendored protoc, so a fresh machine needs
+//! Generates the berth.v1 gRPC code and the etcd v3 client code with the vendored protoc, so a fresh machine needs
 //! nothing but cargo.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -10,5 +10,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .file_descriptor_set_path(out.join("berth_descriptor.bin"))
         .compile_protos(&["proto/berth.proto"], &["proto"])?;
     println!("cargo:rerun-if-changed=proto/berth.proto");
+    // The slice of etcd's v3 API the etcd store speaks: clients only.
+    tonic_prost_build::configure()
+        .build_server(false)
+        .compile_protos(&["proto/etcd.proto"], &["proto"])?;
+    println!("cargo:rerun-if-changed=proto/etcd.proto");
     Ok(())
 }

@@ -6,6 +6,8 @@
 //! - [`pb`]: code generated from `proto/berth.proto` (tonic and prost). Only the gRPC edges
 //!   (the scheduler's service, the agent's client, the CLI's client) touch these types.
 //!   Objects travel in them as their Kubernetes JSON (`pb::Object { kind, json }`).
+//! - [`etcd`]: client code generated from `proto/etcd.proto`, the slice of etcd's v3 API
+//!   the etcd store speaks.
 //! - [`wire`]: `pb` ⇄ `model`, in one place: objects to and from their JSON, with errors
 //!   that name the field.
 //! - [`conditions`], [`model`], [`names`], [`qos`], [`quantity`], [`resources`], [`selector`], [`taints`], [`validate`], [`decode`]:
@@ -27,6 +29,13 @@ pub mod pb {
 
     /// Encoded file descriptor set, served by gRPC reflection.
     pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("berth_descriptor");
+}
+
+/// Generated client code for the part of etcd's v3 API the etcd store uses (package
+/// `etcdserverpb`, from `proto/etcd.proto`; message and field numbers are etcd's).
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod etcd {
+    tonic::include_proto!("etcdserverpb");
 }
 
 pub use berth_model::Quantity;
