@@ -9,6 +9,9 @@
 //! - [`model`]: Kubernetes objects (`Pod`, `Node`, `PriorityClass`, `Event`, ...) with
 //!   Kubernetes' field names, as serde structs: the same types read manifests, live in the
 //!   store and feed the scheduler.
+//! - [`host_ports`]: the node ports a pod takes and kube's conflict rule, shared by the
+//!   NodePorts filter and the agent's admission.
+//! - [`images`]: image-name rules shared by ImageLocality and the agents' image reports.
 //! - [`names`]: well-known names (taint keys, labels, annotations, condition types and
 //!   statuses, reasons) as constants.
 //! - [`printers`]: kubectl's STATUS columns of pods and nodes.
@@ -29,6 +32,8 @@
 pub mod cel;
 pub mod conditions;
 pub mod decode;
+pub mod host_ports;
+pub mod images;
 pub mod model;
 pub mod names;
 pub mod printers;

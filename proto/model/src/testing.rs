@@ -4,10 +4,11 @@
 //! the `testing` feature, which the workspace's crates enable for their tests.
 
 use crate::model::{
-    Affinity, Container, Event, Node, NodeAffinity, NodeSelector, NodeSelectorTerm, ObjectMeta,
-    ObjectReference, OwnerReference, Pod, PodAffinity, PodAffinityTerm, PodCondition, PodPhase,
-    PreferredSchedulingTerm, ResourceRequirements, RestartPolicy, Taint, TaintEffect, Time,
-    Toleration, TolerationOperator, TopologySpreadConstraint, WeightedPodAffinityTerm,
+    Affinity, Container, ContainerImage, ContainerPort, Event, Node, NodeAffinity, NodeSelector,
+    NodeSelectorTerm, ObjectMeta, ObjectReference, OwnerReference, Pod, PodAffinity,
+    PodAffinityTerm, PodCondition, PodPhase, PreferredSchedulingTerm, Protocol,
+    ResourceRequirements, RestartPolicy, Taint, TaintEffect, Time, Toleration, TolerationOperator,
+    TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
 use crate::names::{CONDITION_READY, STATUS_TRUE};
 use crate::Quantity;
@@ -177,6 +178,25 @@ impl PodBuilder {
             .resources
             .limits
             .insert(name.into(), qty(quantity));
+        self
+    }
+
+    /// Adds a host port to the main container (`hostIP` `ip`, empty for all addresses; the
+    /// container port is the host port).
+    pub fn host_port(mut self, port: i32, protocol: Protocol, ip: &str) -> Self {
+        self.main_container().ports.push(ContainerPort {
+            container_port: port,
+            host_port: port,
+            protocol,
+            host_ip: ip.into(),
+            ..ContainerPort::default()
+        });
+        self
+    }
+
+    /// Sets the image of the main container.
+    pub fn image(mut self, image: &str) -> Self {
+        self.main_container().image = image.into();
         self
     }
 
@@ -439,6 +459,15 @@ impl NodeBuilder {
     /// Adds a taint.
     pub fn taint(mut self, key: &str, value: &str, effect: TaintEffect) -> Self {
         self.node.spec.taints.push(taint(key, value, effect));
+        self
+    }
+
+    /// Reports an image of `size_bytes` known by `names` in `status.images`.
+    pub fn image(mut self, names: &[&str], size_bytes: i64) -> Self {
+        self.node.status.images.push(ContainerImage {
+            names: names.iter().map(|n| n.to_string()).collect(),
+            size_bytes,
+        });
         self
     }
 

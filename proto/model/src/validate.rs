@@ -15,14 +15,14 @@ use std::collections::BTreeSet;
 use std::fmt::Debug;
 
 use crate::model::{
-    Affinity, Container, DaemonSet, Deployment, DeploymentStrategy, DeploymentStrategyType, Event,
-    IntOrString, LabelSelector, LabelSelectorOperator, Namespace, Node, NodeSelector,
-    NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Object, ObjectMeta, Pod,
-    PodAffinity, PodAffinityTerm, PodDisruptionBudget, PodSpec, PodTemplateSpec, PriorityClass,
-    ReplicaSet, ResourceList, ResourceQuota, ResourceQuotaScope, ResourceRequirements,
-    RestartPolicy, RuntimeClass, ScopeSelectorOperator, StringMap, Taint, TaintEffect, Toleration,
-    TolerationOperator, TopologySpreadConstraint, UnsatisfiableConstraintAction,
-    HIGHEST_USER_DEFINABLE_PRIORITY,
+    Affinity, Container, ContainerPort, DaemonSet, Deployment, DeploymentStrategy,
+    DeploymentStrategyType, Event, IntOrString, LabelSelector, LabelSelectorOperator, Namespace,
+    Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Object,
+    ObjectMeta, Pod, PodAffinity, PodAffinityTerm, PodDisruptionBudget, PodSpec, PodTemplateSpec,
+    PriorityClass, ReplicaSet, ResourceList, ResourceQuota, ResourceQuotaScope,
+    ResourceRequirements, RestartPolicy, RuntimeClass, ScopeSelectorOperator, StringMap, Taint,
+    TaintEffect, Toleration, TolerationOperator, TopologySpreadConstraint,
+    UnsatisfiableConstraintAction, HIGHEST_USER_DEFINABLE_PRIORITY,
 };
 use crate::quantity::Quantity;
 
@@ -1054,6 +1054,7 @@ fn validate_containers(
                 "may not be set for non-init containers",
             )),
         }
+        errs.extend(validate_container_ports(&c.ports, &child(&p, "ports")));
         let env_path = child(&p, "env");
         for (j, env) in c.env.iter().enumerate() {
             let env_name_path = child(&index(&env_path, j), "name");
@@ -1064,6 +1065,94 @@ fn validate_containers(
                     env_name_path,
                     &env.name,
                     "may not contain '='",
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// kube's `IsValidPortNum`: 1..=65535.
+fn validate_port_number(port: i32, path: &str) -> Option<FieldError> {
+    (!(1..=65535).contains(&port))
+        .then(|| FieldError::invalid(path, port, "must be between 1 and 65535, inclusive"))
+}
+
+/// kube's `IsValidPortName` (an IANA_SVC_NAME): the problems of a port name, if any.
+pub fn validate_port_name(name: &str) -> Result<(), Vec<String>> {
+    let mut problems = Vec::new();
+    if name.len() > 15 {
+        problems.push("must be no more than 15 characters".to_string());
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        problems.push(
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_string(),
+        );
+    }
+    if !name.bytes().any(|b| b.is_ascii_lowercase()) {
+        problems.push("must contain at least one letter (a-z)".to_string());
+    }
+    if name.contains("--") {
+        problems.push("must not contain consecutive hyphens".to_string());
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        problems.push("must not begin or end with a hyphen".to_string());
+    }
+    messages(problems)
+}
+
+/// kube's `validateContainerPorts`: names unique within the container, a container port,
+/// an optional host port, both valid port numbers (the protocol is checked when decoded).
+fn validate_container_ports(ports: &[ContainerPort], path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut names = BTreeSet::new();
+    for (i, port) in ports.iter().enumerate() {
+        let p = index(path, i);
+        if !port.name.is_empty() {
+            let name_path = child(&p, "name");
+            let invalid = invalid_each(&name_path, &port.name, validate_port_name(&port.name));
+            if invalid.is_empty() && !names.insert(port.name.as_str()) {
+                errs.push(FieldError::duplicate(&name_path, &port.name));
+            }
+            errs.extend(invalid);
+        }
+        let container_port = child(&p, "containerPort");
+        if port.container_port == 0 {
+            errs.push(FieldError::required(container_port, ""));
+        } else {
+            errs.extend(validate_port_number(port.container_port, &container_port));
+        }
+        if port.host_port != 0 {
+            errs.extend(validate_port_number(port.host_port, &child(&p, "hostPort")));
+        }
+    }
+    errs
+}
+
+/// kube's `checkHostPortConflicts`: no two ports of the app containers take the same
+/// (hostIP, protocol, hostPort), compared as written.
+fn validate_unique_host_ports(containers: &[Container], path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, c) in containers.iter().enumerate() {
+        let ports_path = child(&index(path, i), "ports");
+        for (j, port) in c.ports.iter().enumerate() {
+            if port.host_port == 0 {
+                continue;
+            }
+            let key = format!(
+                "{}/{}/{}",
+                port.host_ip,
+                port.protocol.as_str(),
+                port.host_port
+            );
+            if !seen.insert(key.clone()) {
+                errs.push(FieldError::duplicate(
+                    child(&index(&ports_path, j), "hostPort"),
+                    key,
                 ));
             }
         }
@@ -1107,6 +1196,10 @@ pub fn validate_pod_spec(spec: &PodSpec, path: &str) -> Vec<FieldError> {
         &child(path, "initContainers"),
         true,
         &mut names,
+    ));
+    errs.extend(validate_unique_host_ports(
+        &spec.containers,
+        &containers_path,
     ));
     errs.extend(validate_optional_subdomain(
         &spec.node_name,
@@ -2495,7 +2588,75 @@ mod tests {
                 spec(|s| s.containers[0].env[0].name.clear()),
                 &[("spec.containers[0].env[0].name", "Required value")],
             ),
+            case(
+                "port without a container port",
+                spec(|s| s.containers[0].ports = vec![port("", 0, 0, "")]),
+                &[(
+                    "spec.containers[0].ports[0].containerPort",
+                    "Required value",
+                )],
+            ),
+            case(
+                "ports out of range",
+                spec(|s| s.containers[0].ports = vec![port("", 65536, -1, "")]),
+                &[
+                    (
+                        "spec.containers[0].ports[0].containerPort",
+                        "Invalid value: 65536: must be between 1 and 65535, inclusive",
+                    ),
+                    (
+                        "spec.containers[0].ports[0].hostPort",
+                        "Invalid value: -1: must be between 1 and 65535, inclusive",
+                    ),
+                ],
+            ),
+            case(
+                "port names: IANA service names, unique in the container",
+                spec(|s| {
+                    s.containers[0].ports = vec![
+                        port("http", 80, 0, ""),
+                        port("http", 81, 0, ""),
+                        port("1-", 82, 0, ""),
+                    ];
+                }),
+                &[
+                    (
+                        "spec.containers[0].ports[1].name",
+                        "Duplicate value: \"http\"",
+                    ),
+                    (
+                        "spec.containers[0].ports[2].name",
+                        "Invalid value: \"1-\": must contain at least one letter (a-z)",
+                    ),
+                    (
+                        "spec.containers[0].ports[2].name",
+                        "must not begin or end with a hyphen",
+                    ),
+                ],
+            ),
+            case(
+                "one host port taken twice by the app containers",
+                spec(|s| {
+                    s.containers[0].ports = vec![port("", 80, 8080, "")];
+                    s.containers[1].ports =
+                        vec![port("", 80, 8080, "10.0.0.1"), port("", 81, 8080, "")];
+                }),
+                &[(
+                    "spec.containers[1].ports[1].hostPort",
+                    "Duplicate value: \"/TCP/8080\"",
+                )],
+            ),
         ]);
+    }
+
+    fn port(name: &str, container_port: i32, host_port: i32, host_ip: &str) -> ContainerPort {
+        ContainerPort {
+            name: name.into(),
+            container_port,
+            host_port,
+            host_ip: host_ip.into(),
+            ..ContainerPort::default()
+        }
     }
 
     #[test]

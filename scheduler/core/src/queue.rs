@@ -119,6 +119,7 @@ impl ClusterEvent {
     /// | NodeName | NodeAdded |
     /// | NodeUnschedulable, TaintToleration, NodeAffinity | NodeAdded, NodeUpdated |
     /// | NodeResourcesFit | NodeAdded, NodeUpdated, PodUpdated, PodDeleted |
+    /// | NodePorts | NodeAdded, PodDeleted |
     /// | InterPodAffinity | every event but NodeDeleted |
     /// | PodTopologySpread | every event |
     /// | DynamicResources | every event |
@@ -132,6 +133,7 @@ impl ClusterEvent {
                 matches!(self, NodeAdded | NodeUpdated)
             }
             "NodeResourcesFit" => matches!(self, NodeAdded | NodeUpdated | PodUpdated | PodDeleted),
+            "NodePorts" => matches!(self, NodeAdded | PodDeleted),
             "InterPodAffinity" => !matches!(self, NodeDeleted | DeviceChanged),
             _ => true,
         }
@@ -976,6 +978,20 @@ mod tests {
                 name: "node deletion does not help fit",
                 plugins: &["NodeResourcesFit"],
                 event: NodeDeleted,
+                at: 5,
+                want: (0, 0, 1, 0),
+            },
+            Case {
+                name: "a deleted pod may free a host port",
+                plugins: &["NodePorts"],
+                event: PodDeleted,
+                at: 5,
+                want: (1, 0, 0, 0),
+            },
+            Case {
+                name: "a node update frees no host port",
+                plugins: &["NodePorts"],
+                event: NodeUpdated,
                 at: 5,
                 want: (0, 0, 1, 0),
             },

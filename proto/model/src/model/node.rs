@@ -84,6 +84,22 @@ pub struct NodeAddress {
     pub address: String,
 }
 
+/// A container image present on a node (`v1.ContainerImage`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContainerImage {
+    /// The names the image is known by (`docker.io/library/nginx:1.27`, digests, ...).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+    /// Size in bytes.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub size_bytes: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
 /// `status` of a node.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
@@ -104,9 +120,10 @@ pub struct NodeStatus {
     /// Accepted and ignored.
     #[serde(skip_serializing)]
     pub node_info: Ignored,
-    /// Accepted and ignored.
-    #[serde(skip_serializing)]
-    pub images: Ignored,
+    /// Container images on the node, as its runtime reports them (ImageLocality scores
+    /// nodes that already have a pod's images).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ContainerImage>,
     /// Accepted and ignored.
     #[serde(skip_serializing)]
     pub daemon_endpoints: Ignored,

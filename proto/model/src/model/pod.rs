@@ -264,9 +264,10 @@ pub struct Container {
     /// `Always` on an init container makes it a sidecar.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<RestartPolicy>,
-    /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
-    pub ports: Ignored,
+    /// Ports the container exposes; those with a `hostPort` take that port on the node
+    /// (the NodePorts filter and the agent's admission keep two pods off one port).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<ContainerPort>,
     /// Accepted and ignored.
     #[serde(default, skip_serializing)]
     pub working_dir: Ignored,
@@ -315,6 +316,57 @@ pub struct Container {
     /// Accepted and ignored.
     #[serde(default, skip_serializing)]
     pub resize_policy: Ignored,
+}
+
+/// A network port of a container (`v1.ContainerPort`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContainerPort {
+    /// An IANA service name, unique within the container; optional.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The port on the pod's IP address, 1..=65535 (required).
+    pub container_port: i32,
+    /// The port taken on the node, 1..=65535; 0 (the default) takes none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub host_port: i32,
+    /// TCP (the default), UDP or SCTP.
+    pub protocol: Protocol,
+    /// The node address the host port is bound to; empty means every address (0.0.0.0).
+    #[serde(rename = "hostIP", skip_serializing_if = "String::is_empty")]
+    pub host_ip: String,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+/// A port's protocol (`v1.Protocol`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub enum Protocol {
+    /// TCP, the default.
+    #[default]
+    #[serde(rename = "TCP")]
+    Tcp,
+    /// UDP.
+    #[serde(rename = "UDP")]
+    Udp,
+    /// SCTP.
+    #[serde(rename = "SCTP")]
+    Sctp,
+}
+
+impl Protocol {
+    /// The protocol as the API writes it (`TCP`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+            Protocol::Sctp => "SCTP",
+        }
+    }
 }
 
 /// Lifecycle phase of a pod.

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 pub use nominated::{run_filters, run_filters_with_nominated_pods, NominatedPods};
 pub use resources::Resources;
-pub use snapshot::{DisruptionBudget, Snapshot};
+pub use snapshot::{DisruptionBudget, ImageSpread, Snapshot};
 pub use types::{AffinityTerm, NodeInfo, PodInfo, WeightedAffinityTerm};
 
 /// Highest score a plugin gives one node (kube's MaxNodeScore).

@@ -55,6 +55,9 @@ pub struct Snapshot {
     disruption_budgets: Vec<DisruptionBudget>,
     /// DeviceClasses, ResourceSlices and ResourceClaims, with the allocations in flight.
     dra: Arc<DraState>,
+    /// Every image name in the nodes' `status.images`, with its size and how many nodes
+    /// have it (ImageLocality's spread).
+    images: HashMap<String, ImageSpread>,
     /// Unique per snapshot value (a clone gets a new one), so caches never mix snapshots.
     id: u64,
     /// Bumped on every change other than a pod's placement (nodes, namespace labels).
@@ -76,6 +79,7 @@ impl Default for Snapshot {
             pods_with_required_anti_affinity: 0,
             disruption_budgets: Vec::new(),
             dra: Arc::default(),
+            images: HashMap::new(),
             id: next_snapshot_id(),
             epoch: 0,
             generation: 0,
@@ -97,12 +101,24 @@ impl Clone for Snapshot {
             pods_with_required_anti_affinity: self.pods_with_required_anti_affinity,
             disruption_budgets: self.disruption_budgets.clone(),
             dra: self.dra.clone(),
+            images: self.images.clone(),
             id: next_snapshot_id(),
             epoch: self.epoch,
             generation: self.generation,
             journal: self.journal.clone(),
         }
     }
+}
+
+/// How far an image has spread: its size and the number of nodes that have it (kube's
+/// `ImageStateSummary`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageSpread {
+    /// Size in bytes, as the first node still holding it reported it (kube keeps the size
+    /// of the node that reported the name first).
+    pub size_bytes: i64,
+    /// Nodes whose `status.images` list the name.
+    pub nodes: usize,
 }
 
 /// What preemption needs of a PodDisruptionBudget: which pods it covers and how many of them
@@ -228,9 +244,47 @@ impl Snapshot {
         self.pods_with_required_anti_affinity > 0
     }
 
+    /// How far the image known by `name` has spread, if any node has it.
+    pub fn image_spread(&self, name: &str) -> Option<&ImageSpread> {
+        self.images.get(name)
+    }
+
+    /// Counts (`add`) or uncounts a node's images in [`Snapshot::image_spread`]; a name the
+    /// node lists twice counts once.
+    fn count_images(&mut self, node: &Node, add: bool) {
+        let mut seen = std::collections::HashSet::new();
+        for image in &node.status.images {
+            for name in &image.names {
+                if !seen.insert(name.as_str()) {
+                    continue;
+                }
+                if add {
+                    self.images
+                        .entry(name.clone())
+                        .or_insert(ImageSpread {
+                            size_bytes: image.size_bytes,
+                            nodes: 0,
+                        })
+                        .nodes += 1;
+                } else if let Some(spread) = self.images.get_mut(name) {
+                    spread.nodes -= 1;
+                    if spread.nodes == 0 {
+                        self.images.remove(name);
+                    }
+                }
+            }
+        }
+    }
+
     /// Adds a node, or replaces the object of an existing one (keeping its pods).
     pub fn upsert_node(&mut self, node: Arc<Node>) {
         self.epoch += 1;
+        // As kube's cache: the old object's images leave before the new one's arrive.
+        if let Some(&i) = self.index.get(&node.metadata.name) {
+            let old = self.nodes[i].node.clone();
+            self.count_images(&old, false);
+        }
+        self.count_images(&node, true);
         match self.index.get(&node.metadata.name) {
             Some(&i) => self.nodes[i].set_node(node),
             None => {
@@ -248,6 +302,7 @@ impl Snapshot {
         };
         self.epoch += 1;
         let removed = self.nodes.swap_remove(i);
+        self.count_images(&removed.node, false);
         for p in &removed.pods {
             self.pod_locations.remove(p.uid());
             self.count_affinity(p, -1);

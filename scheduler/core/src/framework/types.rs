@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use berth_model::host_ports::{pod_host_ports, HostPort, HostPortUsage};
 use berth_model::model::{
     LabelSelector, LabelSelectorOperator, LabelSelectorRequirement, Node, Pod, PodAffinityTerm,
     StringMap,
@@ -105,6 +106,8 @@ pub struct PodInfo {
     pub preferred_affinity: Vec<WeightedAffinityTerm>,
     /// Preferred pod anti-affinity terms.
     pub preferred_anti_affinity: Vec<WeightedAffinityTerm>,
+    /// The ports the pod takes on its node (NodePorts).
+    pub host_ports: Vec<HostPort>,
 }
 
 impl PodInfo {
@@ -145,6 +148,7 @@ impl PodInfo {
             required_anti_affinity: required(anti),
             preferred_affinity: preferred(pod_affinity),
             preferred_anti_affinity: preferred(anti),
+            host_ports: pod_host_ports(&pod),
             pod,
         }
     }
@@ -187,6 +191,8 @@ pub struct NodeInfo {
     pub pods_with_affinity: Vec<Arc<PodInfo>>,
     /// The subset of `pods` with required anti-affinity.
     pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
+    /// Host ports the pods hold (kube's `UsedPorts`).
+    pub used_ports: HostPortUsage,
     /// Bumped on every change; lets observers tell what changed.
     pub generation: u64,
 }
@@ -204,6 +210,7 @@ impl NodeInfo {
             pods: Vec::new(),
             pods_with_affinity: Vec::new(),
             pods_with_required_anti_affinity: Vec::new(),
+            used_ports: HostPortUsage::new(),
             generation: 0,
         }
     }
@@ -236,6 +243,7 @@ impl NodeInfo {
         if !pod.required_anti_affinity.is_empty() {
             self.pods_with_required_anti_affinity.push(pod.clone());
         }
+        self.used_ports.add(&pod.host_ports);
         self.pods.push(pod);
         self.generation += 1;
     }
@@ -248,6 +256,7 @@ impl NodeInfo {
         self.pods_with_required_anti_affinity
             .retain(|p| p.uid() != uid);
         self.requested.sub(&pod.requests);
+        self.used_ports.remove(&pod.host_ports);
         self.non_zero_milli_cpu -= pod.non_zero_milli_cpu;
         self.non_zero_memory -= pod.non_zero_memory;
         self.generation += 1;

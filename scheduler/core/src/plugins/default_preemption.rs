@@ -565,7 +565,7 @@ impl DryRun<'_> {
 
 #[cfg(test)]
 mod tests {
-    use berth_model::model::{LabelSelector, PodAffinityTerm, TaintEffect};
+    use berth_model::model::{LabelSelector, PodAffinityTerm, Protocol, TaintEffect};
 
     use super::*;
     use crate::cycle::{Algorithm, ScheduleOptions, ScheduleResult};
@@ -1469,6 +1469,23 @@ mod tests {
                 pod: preemptor(50, 600).info(),
                 want_nomination: None,
                 want_message: "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.",
+            },
+            Case {
+                name: "a host port held by a less important pod is freed by evicting it",
+                nodes: vec![
+                    node("n1", 1000, vec![running("high", 100, 100, 10).host_port(8080, Protocol::Tcp, "")]),
+                    node("n2", 1000, vec![running("low", 0, 100, 10).host_port(8080, Protocol::Tcp, "")]),
+                ],
+                pod: preemptor(50, 100).host_port(8080, Protocol::Tcp, "").info(),
+                want_nomination: Some(Nomination {
+                    node: "n2".into(),
+                    victims: vec![Victim {
+                        namespace: "default".into(),
+                        name: "low".into(),
+                        uid: "default-low".into(),
+                    }],
+                }),
+                want_message: "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports.",
             },
         ];
         let profile = Profile::default_profile();

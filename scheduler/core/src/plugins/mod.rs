@@ -7,6 +7,7 @@
 //!   [`node_resources_fit`], [`balanced_allocation`]: the node-level plugins, each with its
 //!   `NAME`, typed `Args` where kube has them, reason strings and table tests.
 //! - [`inter_pod_affinity`], [`pod_topology_spread`]: the plugins that look at other pods.
+//! - [`node_ports`]: host-port conflicts; [`image_locality`]: nodes that have the images.
 //! - `testing` (tests only): `PodBuilder`, `NodeBuilder` and snapshot fixtures.
 //! - [`DEFAULT_PLUGINS`] and [`build`]: the registry, in kube's default-profile order.
 //! - [`default_normalize_score`]: kube's shared score normalization.
@@ -15,9 +16,11 @@ pub mod balanced_allocation;
 pub mod default_preemption;
 pub mod dynamic_resources;
 pub mod gpu_share;
+pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
+pub mod node_ports;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
@@ -119,13 +122,14 @@ impl InvalidArgs {
 
 /// kube-scheduler's default plugins in the order they run, with their default score weights
 /// (0 for plugins that do not score). Only plugins that [`build`] can construct are listed;
-/// the queue-level (PrioritySort, SchedulingGates), port, volume, image and binder plugins
-/// of kube's list have no counterpart in Berth.
+/// the queue-level (PrioritySort, SchedulingGates), volume and binder plugins of kube's
+/// list have no counterpart in Berth.
 pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
     (node_unschedulable::NAME, 0),
     (node_name::NAME, 0),
     (taint_toleration::NAME, 3),
     (node_affinity::NAME, 2),
+    (node_ports::NAME, 0),
     (node_resources_fit::NAME, 1),
     // kube's order: PodTopologySpread 2, InterPodAffinity 2, then DefaultPreemption.
     (pod_topology_spread::NAME, 2),
@@ -134,6 +138,7 @@ pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
     (dynamic_resources::NAME, 0),
     (default_preemption::NAME, 0),
     (balanced_allocation::NAME, 1),
+    (image_locality::NAME, 1),
 ];
 
 /// Builds a plugin by name; `args` is its `pluginConfig` entry's `args`, if any. The args'
@@ -154,6 +159,17 @@ pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSe
                 name: dynamic_resources::NAME,
                 pre_filter: Some(p.clone()),
                 filter: Some(p),
+                ..PluginSet::default()
+            })
+        }
+        node_ports::NAME => Ok(filter_only(node_ports::NAME, args, node_ports::NodePorts)),
+        image_locality::NAME => {
+            ignore_args(image_locality::NAME, args);
+            let p = Arc::new(image_locality::ImageLocality);
+            Ok(PluginSet {
+                name: image_locality::NAME,
+                pre_score: Some(p.clone()),
+                score: Some(p),
                 ..PluginSet::default()
             })
         }
@@ -350,6 +366,8 @@ const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<node_unschedulable::NodeUnschedulable>();
     assert_send_sync::<node_name::NodeName>();
+    assert_send_sync::<node_ports::NodePorts>();
+    assert_send_sync::<image_locality::ImageLocality>();
     assert_send_sync::<taint_toleration::TaintToleration>();
     assert_send_sync::<node_affinity::NodeAffinityPlugin>();
     assert_send_sync::<node_resources_fit::NodeResourcesFit>();
