@@ -1,5 +1,6 @@
 //! End-to-end tests of the node agent with real binaries (issue 5): pressure eviction with
-//! the sim runtime, node-side admission (OutOfcpu), and the process runtime (real
+//! the sim runtime, node-side admission (OutOfcpu, host ports), the images a simulated
+//! node reports, and the process runtime (real
 //! processes, logs, restarts, graceful stop). Durations are shortened with flags only.
 
 mod common;
@@ -120,6 +121,59 @@ fn a_pod_bound_to_a_full_node_fails_out_of_cpu() {
         "Pod was rejected: Node didn't have enough resource: cpu, requested: 500, used: 800, capacity: 1000"
     );
     assert_eq!(phase(&cluster, "first"), "Running");
+}
+
+/// A pod taking host port 8080 (image `nginx:1.27`, reported as 700Mi by a sim node),
+/// with `spec` lines added.
+fn host_port_pod(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  annotations: {{sim.berth.dev/image-size: 700Mi}}\nspec:\n{spec}  containers:\n  - name: web\n    image: nginx:1.27\n    ports: [{{containerPort: 80, hostPort: 8080}}]\n"
+    )
+}
+
+#[test]
+fn a_host_port_is_held_by_one_pod_and_the_node_reports_its_image() {
+    let mut cluster = TestCluster::start();
+    start_agent(
+        &mut cluster,
+        "n5",
+        &["--runtime", "sim", "--heartbeat-interval", "1s"],
+    );
+    apply(&cluster, "web-1.yaml", &host_port_pod("web-1", ""));
+    wait_until("web-1 runs", || phase(&cluster, "web-1") == "Running");
+    apply(&cluster, "web-2.yaml", &host_port_pod("web-2", ""));
+    wait_until("web-2 is kept off the node", || {
+        cluster.berth_ok(&["describe", "pod", "web-2"]).contains(
+            "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports.",
+        )
+    });
+    assert_eq!(phase(&cluster, "web-2"), "Pending");
+    // Bound past the scheduler, the node itself refuses it, as kubelet does.
+    apply(
+        &cluster,
+        "web-3.yaml",
+        &host_port_pod("web-3", "  nodeName: n5\n"),
+    );
+    wait_until("web-3 is refused", || phase(&cluster, "web-3") == "Failed");
+    let web3 = cluster.pod_json("web-3");
+    assert_eq!(str_at(&web3, "/status/reason"), "NodePorts", "{web3}");
+    assert_eq!(
+        str_at(&web3, "/status/message"),
+        "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+    );
+    wait_until("the node reports the image it ran", || {
+        cluster
+            .berth_ok(&["describe", "node", "n5"])
+            .contains("nginx:1.27")
+    });
+    let node: serde_json::Value =
+        serde_json::from_str(&cluster.berth_ok(&["get", "node", "n5", "-o", "json"]))
+            .expect("node JSON");
+    assert_eq!(
+        node.pointer("/status/images/0"),
+        Some(&serde_json::json!({"names": ["nginx:1.27"], "sizeBytes": 700 << 20})),
+        "{node}"
+    );
 }
 
 #[test]

@@ -366,6 +366,7 @@ fn malformed_and_oversized_requests_are_refused_without_harming_the_server() {
         msg: Some(pb::agent_message::Msg::Heartbeat(pb::Heartbeat {
             node_name: "n".into(),
             conditions_json: String::new(),
+            ..Default::default()
         })),
     }]);
     let r = rt.block_on(agents.session(heartbeat_first));

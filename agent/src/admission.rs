@@ -1,10 +1,12 @@
 //! Node-side admission, as kubelet does it: a pod bound to this node (by the scheduler, or
 //! directly through `spec.nodeName`) must fit next to the pods already admitted, and the
-//! node must not be under a pressure that refuses it. A refused pod ends Failed with
-//! kubelet's reason (`OutOfcpu`, `OutOfmemory`, `OutOfpods`, `Evicted`) and message.
+//! node must not be under a pressure that refuses it, and its host ports must be free. A
+//! refused pod ends Failed with kubelet's reason (`OutOfcpu`, `OutOfmemory`, `OutOfpods`,
+//! `NodePorts`, `Evicted`) and message.
 
 use std::collections::BTreeSet;
 
+use berth_proto::host_ports::{pod_host_ports, HostPortUsage};
 use berth_proto::model::{Container, Pod};
 use berth_proto::names;
 use berth_proto::qos::{pod_qos, QosClass};
@@ -71,7 +73,7 @@ pub fn pod_requests(pod: &Pod) -> Requests {
 /// Why a pod was refused: the status reason and message kubelet gives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejection {
-    /// `OutOfcpu`, `OutOfmemory`, `OutOfpods` or `Evicted`.
+    /// `OutOfcpu`, `OutOfmemory`, `OutOfpods`, `NodePorts` or `Evicted`.
     pub reason: String,
     /// Kubelet's message, e.g. `Pod was rejected: Node didn't have enough resource: cpu,
     /// requested: 3000, used: 2000, capacity: 4000`.
@@ -87,11 +89,25 @@ fn out_of(resource: &str, requested: i64, used: i64, capacity: i64) -> Rejection
     }
 }
 
+/// Kubelet's reason for a pod whose host ports are taken: the scheduler plugin's name.
+pub const REASON_NODE_PORTS: &str = "NodePorts";
+
+/// Kubelet's refusal of a pod whose host ports conflict with an admitted pod's (its
+/// `PredicateFailureError` for the NodePorts predicate).
+fn ports_taken() -> Rejection {
+    Rejection {
+        reason: REASON_NODE_PORTS.to_string(),
+        message: format!(
+            "Pod was rejected: Predicate {REASON_NODE_PORTS} failed: node(s) didn't have free ports for the requested pod ports"
+        ),
+    }
+}
+
 /// Decides whether `pod` may run beside `admitted` (the active pods of this node), on a node
 /// offering `allocatable` and under the `pressure` it reports. As kubelet: under memory
 /// pressure only BestEffort pods are refused; under disk or pid pressure every pod is; then
 /// the pod count, cpu and memory must fit (cpu in millicores and memory in bytes in the
-/// message).
+/// message), and then its host ports must be free (kube's `AdmissionCheck` order).
 pub fn admit(
     pod: &Pod,
     admitted: &[&Pod],
@@ -136,6 +152,16 @@ pub fn admit(
             return Err(out_of(resource, requested, used, capacity));
         }
     }
+    let wanted = pod_host_ports(pod);
+    if !wanted.is_empty() {
+        let mut in_use = HostPortUsage::new();
+        for other in admitted {
+            in_use.add(&pod_host_ports(other));
+        }
+        if in_use.conflicts_with_any(&wanted) {
+            return Err(ports_taken());
+        }
+    }
     Ok(())
 }
 
@@ -143,6 +169,7 @@ pub fn admit(
 mod tests {
     use super::*;
     use berth_model::testing::{container, container_with_limits, PodBuilder};
+    use berth_proto::model::ContainerPort;
 
     /// A pod with one container requesting the given cpu and memory.
     fn pod(name: &str, cpu: Option<&str>, memory: Option<&str>) -> Pod {
@@ -153,6 +180,17 @@ mod tests {
         PodBuilder::new(name)
             .container(container("main", &requests))
             .build()
+    }
+
+    /// `pod` with a TCP host port on `ip` (empty: every address).
+    fn with_port(mut pod: Pod, port: i32, ip: &str) -> Pod {
+        pod.spec.containers[0].ports.push(ContainerPort {
+            container_port: port,
+            host_port: port,
+            host_ip: ip.to_string(),
+            ..ContainerPort::default()
+        });
+        pod
     }
 
     #[test]
@@ -206,6 +244,33 @@ mod tests {
                     "OutOfpods",
                     "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3",
                 )),
+            },
+            Case {
+                name: "a host port another pod holds",
+                pod: with_port(pod("p", None, None), 8080, ""),
+                admitted: vec![with_port(pod("a", None, None), 8080, "10.0.0.1")],
+                pressure: vec![],
+                want: Err((
+                    "NodePorts",
+                    "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports",
+                )),
+            },
+            Case {
+                name: "resources are checked before ports",
+                pod: with_port(pod("p", Some("3"), None), 8080, ""),
+                admitted: vec![with_port(pod("a", Some("2"), None), 8080, "")],
+                pressure: vec![],
+                want: Err((
+                    "OutOfcpu",
+                    "Pod was rejected: Node didn't have enough resource: cpu, requested: 3000, used: 2000, capacity: 4000",
+                )),
+            },
+            Case {
+                name: "a host port on another address is free",
+                pod: with_port(pod("p", None, None), 8080, "10.0.0.2"),
+                admitted: vec![with_port(pod("a", None, None), 8080, "10.0.0.1")],
+                pressure: vec![],
+                want: Ok(()),
             },
             Case {
                 name: "an exact fit passes",

@@ -285,6 +285,7 @@ impl Agent {
         let mut client = AgentClient::new(channel);
         let mut node = self.node.to_node(Time::now(), self.ready_since);
         node.status.conditions = self.conditions();
+        node.status.images = self.runtime.images();
         let response = client
             .register(self.request(pb::RegisterRequest {
                 node: Some(node_to_pb(&node)),
@@ -414,6 +415,10 @@ impl Agent {
         Up::Heartbeat(pb::Heartbeat {
             node_name: self.node.name.clone(),
             conditions_json: to_json(&self.conditions()),
+            images_json: match self.runtime.images() {
+                images if images.is_empty() => String::new(),
+                images => to_json(&images),
+            },
         })
     }
 

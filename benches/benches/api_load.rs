@@ -136,6 +136,7 @@ async fn simulated_node(
                     msg: Some(pb::agent_message::Msg::Heartbeat(pb::Heartbeat {
                         node_name: name.clone(),
                         conditions_json: ready(),
+                        ..Default::default()
                     })),
                 };
                 if tx.send(beat).await.is_err() {

@@ -329,6 +329,7 @@ async fn simulated_agent(
         up(pb::agent_message::Msg::Heartbeat(pb::Heartbeat {
             node_name: name.clone(),
             conditions_json: wire::to_json(&[ready_condition()]),
+            ..Default::default()
         }))
     };
     tx.send(heartbeat()).await?;

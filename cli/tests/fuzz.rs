@@ -1,12 +1,21 @@
 //! Property-based fuzzing of manifest reading (`berth apply -f`, `berth sim -f`): arbitrary
 //! text, and valid manifests mutated at random, must give objects or a list of problems,
-//! never a panic. Case counts are bounded so `cargo test` stays fast.
+//! never a panic. Case counts are bounded so `cargo test` stays fast;
+//! `scripts/fuzz.sh` runs the same properties at volume (`BERTH_FUZZ_CASES` per property).
 
 use berth_cli::manifest::{parse_str, LoadOptions};
 use proptest::prelude::*;
 
-/// Cases per property.
+/// Cases per property in `cargo test`.
 const CASES: u32 = 256;
+
+/// Cases per property: `BERTH_FUZZ_CASES` when set (`scripts/fuzz.sh`), else [`CASES`].
+fn cases() -> u32 {
+    std::env::var("BERTH_FUZZ_CASES").map_or(CASES, |v| {
+        v.parse()
+            .expect("BERTH_FUZZ_CASES is a number of cases per property")
+    })
+}
 
 /// Valid manifests touching most of the model: pods with affinity, tolerations, spread
 /// and resources; a node; a priority class; a list; JSON.
@@ -44,6 +53,7 @@ spec:
   - name: main
     image: nginx
     env: [{name: A, value: "1"}]
+    ports: [{name: http, containerPort: 80, hostPort: 8080, protocol: TCP, hostIP: 10.0.0.1}]
     resources:
       requests: {cpu: 500m, memory: 256Mi}
       limits: {cpu: "1", memory: 1Gi}
@@ -59,6 +69,7 @@ spec:
 status:
   capacity: {cpu: "4", memory: 8Gi, pods: "110"}
   allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+  images: [{names: ["docker.io/library/nginx:1.27", "nginx:1.27"], sizeBytes: 73400320}]
 ---
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
@@ -200,7 +211,7 @@ fn the_seeds_are_valid() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(CASES))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn arbitrary_text_never_panics(text in "\\PC{0,200}", json in any::<bool>()) {

@@ -18,8 +18,8 @@
 pub mod wire;
 
 pub use berth_model::{
-    conditions, decode, model, names, printers, qos, quantity, resources, selector, taints,
-    validate,
+    conditions, decode, host_ports, images, model, names, printers, qos, quantity, resources,
+    selector, taints, validate,
 };
 
 /// Generated protobuf and gRPC code for package `berth.v1`.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use berth_proto::conditions::set_containers_ready;
 use berth_proto::model::{
-    Container, ContainerStatus, Pod, PodCondition, PodPhase, PodStatus, Time,
+    Container, ContainerImage, ContainerStatus, Pod, PodCondition, PodPhase, PodStatus, Time,
 };
 use berth_proto::names;
 use tokio::sync::mpsc;
@@ -118,6 +118,13 @@ pub trait Runtime: Send + Sync {
 
     /// What a running pod uses now; `None` if it does not run here.
     fn usage(&self, uid: &str) -> Option<PodUsage>;
+
+    /// The images this node has, for `status.images`, the largest first and at most
+    /// [`berth_proto::images::MAX_NODE_STATUS_IMAGES`]; none by default (the process runtime
+    /// runs commands, not images).
+    fn images(&self) -> Vec<ContainerImage> {
+        Vec::new()
+    }
 
     /// The log file of a container of a pod that runs (or ran) here; `None` if the
     /// runtime keeps no logs for it.

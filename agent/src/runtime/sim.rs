@@ -25,12 +25,22 @@
 //! On exit the pod's restartPolicy applies as kubelet's does (Always, or OnFailure with a
 //! non-zero code, restarts the containers at once, counting a restart and running again
 //! for the same duration); otherwise the pod ends Succeeded (code 0) or Failed.
+//!
+//! # Images
+//!
+//! The node reports in `status.images` the image of every container of the pods it ran
+//! (under kube's normalized name, `:latest` added when untagged), as if pulled: they stay
+//! after the pod ends. Each has the size the pod's `sim.berth.dev/image-size` annotation
+//! gives, or [`DEFAULT_SIM_IMAGE_SIZE`]; the first pod to bring an image sets its size.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use berth_proto::model::{ContainerStatus, Pod, PodPhase, PodStatus, RestartPolicy, Time};
+use berth_proto::images::{normalized_image_name, MAX_NODE_STATUS_IMAGES};
+use berth_proto::model::{
+    ContainerImage, ContainerStatus, Pod, PodPhase, PodStatus, RestartPolicy, Time,
+};
 use berth_proto::names;
 use berth_proto::Quantity;
 use tracing::{debug, warn};
@@ -193,6 +203,10 @@ async fn run_to_exit(
     }
 }
 
+/// Size a simulated node reports for an image when the pod that brought it does not say
+/// (`sim.berth.dev/image-size`): 100Mi.
+pub const DEFAULT_SIM_IMAGE_SIZE: i64 = 100 * 1024 * 1024;
+
 /// A simulated pod: its last status, when it started, and what it declares it uses.
 #[derive(Debug)]
 struct SimPod {
@@ -240,6 +254,8 @@ pub struct SimRuntime {
     host_ip: String,
     pods: Arc<Mutex<BTreeMap<String, SimPod>>>,
     updates: Option<StatusSender>,
+    /// Images "pulled" for the pods run so far, by normalized name, with their size.
+    images: Mutex<BTreeMap<String, i64>>,
 }
 
 impl SimRuntime {
@@ -249,6 +265,35 @@ impl SimRuntime {
             host_ip: host_ip.into(),
             pods: Arc::new(Mutex::new(BTreeMap::new())),
             updates: None,
+            images: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Records the images of `pod`'s containers as present on the node.
+    fn pull_images(&self, pod: &Pod) {
+        let size = match pod
+            .metadata
+            .annotations
+            .get(names::ANNOTATION_SIM_IMAGE_SIZE)
+        {
+            None => DEFAULT_SIM_IMAGE_SIZE,
+            Some(text) => match Quantity::parse(text) {
+                Ok(q) if !q.is_negative() => q.value(),
+                _ => {
+                    warn!(pod = %format_args!("{}/{}", pod.metadata.namespace, pod.metadata.name), annotation = names::ANNOTATION_SIM_IMAGE_SIZE, value = %text, "not a size; using the default");
+                    DEFAULT_SIM_IMAGE_SIZE
+                }
+            },
+        };
+        let mut images = self
+            .images
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let containers = pod.spec.init_containers.iter().chain(&pod.spec.containers);
+        for c in containers.filter(|c| !c.image.is_empty()) {
+            images
+                .entry(normalized_image_name(&c.image).into_owned())
+                .or_insert(size);
         }
     }
 
@@ -291,6 +336,7 @@ impl Runtime for SimRuntime {
                 return Ok(existing.report.status.clone());
             }
             let status = self.running_status(pod, Time::now());
+            self.pull_images(pod);
             let (usage, mut problems) = SimUsage::from_annotations(&pod.metadata.annotations);
             let exit =
                 SimExit::from_annotations(&pod.metadata.annotations).unwrap_or_else(|problem| {
@@ -349,6 +395,24 @@ impl Runtime for SimRuntime {
 
     fn running(&self) -> Vec<String> {
         self.pods().keys().cloned().collect()
+    }
+
+    fn images(&self) -> Vec<ContainerImage> {
+        let images = self
+            .images
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut list: Vec<ContainerImage> = images
+            .iter()
+            .map(|(name, size)| ContainerImage {
+                names: vec![name.clone()],
+                size_bytes: *size,
+            })
+            .collect();
+        // Kubelet's order: the largest first (then by name, for a stable report).
+        list.sort_by(|a, b| b.size_bytes.cmp(&a.size_bytes).then(a.names.cmp(&b.names)));
+        list.truncate(MAX_NODE_STATUS_IMAGES);
+        list
     }
 
     fn report(&self, uid: &str) -> Option<PodReport> {
@@ -527,6 +591,52 @@ mod tests {
         assert_eq!(usage.containers[1].memory_bytes, 0);
         assert_eq!(usage.pids, 2);
         assert!(runtime.usage("nope").is_none());
+    }
+
+    #[tokio::test]
+    async fn pods_leave_their_images_on_the_node() {
+        let runtime = SimRuntime::new("");
+        let with_images = |uid: &str, images: &[&str], size: Option<&str>| {
+            let mut p = pod(uid, &[]);
+            for (i, image) in images.iter().enumerate() {
+                let mut c = container(&format!("c{i}"), &[]);
+                c.image = (*image).to_string();
+                p.spec.containers.push(c);
+            }
+            if let Some(size) = size {
+                p.metadata
+                    .annotations
+                    .insert(names::ANNOTATION_SIM_IMAGE_SIZE.into(), size.into());
+            }
+            p
+        };
+        runtime
+            .start(&with_images("u1", &["nginx", "app:v1"], Some("1Gi")))
+            .await
+            .unwrap();
+        // A later pod does not change the size of an image already there.
+        runtime
+            .start(&with_images(
+                "u2",
+                &["nginx:latest", "redis:7"],
+                Some("lots"),
+            ))
+            .await
+            .unwrap();
+        runtime.stop("u1", Duration::ZERO).await.unwrap();
+        let images: Vec<(String, i64)> = runtime
+            .images()
+            .into_iter()
+            .map(|i| (i.names.join(","), i.size_bytes))
+            .collect();
+        assert_eq!(
+            images,
+            vec![
+                ("app:v1".to_string(), 1 << 30),
+                ("nginx:latest".to_string(), 1 << 30),
+                ("redis:7".to_string(), DEFAULT_SIM_IMAGE_SIZE),
+            ]
+        );
     }
 
     #[tokio::test]

@@ -8,8 +8,8 @@ use std::time::SystemTime;
 
 use anyhow::bail;
 use berth_proto::model::{
-    Container, Event, Kind, Node, Object, Pod, PodPhase, PreemptionPolicy, PriorityClass,
-    ResourceClaim, ResourceList, RestartPolicy, StringMap, Time,
+    Container, ContainerImage, Event, Kind, Node, Object, Pod, PodPhase, PreemptionPolicy,
+    PriorityClass, ResourceClaim, ResourceList, RestartPolicy, StringMap, Time,
 };
 use berth_proto::names;
 use berth_proto::qos::pod_qos;
@@ -559,6 +559,25 @@ fn pod_request_millis(pod: &Pod) -> BTreeMap<String, i128> {
     map
 }
 
+/// Images shown by `describe node`; the rest are counted.
+const DESCRIBED_IMAGES: usize = 5;
+
+/// A node's `status.images`, briefly (kubectl shows none): how many, and the first few as
+/// the node lists them (the largest first), each by its first name with its size in MiB.
+fn write_images(out: &mut String, images: &[ContainerImage]) {
+    if images.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Images:\t({} in total)", images.len());
+    for image in images.iter().take(DESCRIBED_IMAGES) {
+        let name = image.names.first().map_or("<none>", String::as_str);
+        let _ = writeln!(out, "  {name}\t{}Mi", image.size_bytes / (1024 * 1024));
+    }
+    if images.len() > DESCRIBED_IMAGES {
+        let _ = writeln!(out, "  ...\t({} more)", images.len() - DESCRIBED_IMAGES);
+    }
+}
+
 /// The text of `berth describe node`; `pods` are the pods bound to it.
 pub fn describe_node(node: &Node, pods: &[Pod], events: &[Event], now: SystemTime) -> String {
     let meta = &node.metadata;
@@ -612,6 +631,7 @@ pub fn describe_node(node: &Node, pods: &[Pod], events: &[Event], now: SystemTim
             }
         }
     }
+    write_images(&mut out, &node.status.images);
     let allocatable = node.allocatable();
     let active: Vec<&Pod> = pods.iter().filter(|p| !p.is_terminal()).collect();
     let _ = writeln!(out, "Non-terminated Pods:\t({} in total)", active.len());
@@ -919,6 +939,12 @@ Events:
             status: "True".into(),
             ..Default::default()
         });
+        node.status.images = (1..=6)
+            .map(|i| ContainerImage {
+                names: vec![format!("app-{i}:v1"), format!("app@sha256:{i}")],
+                size_bytes: (7 - i) * 100 << 20,
+            })
+            .collect();
         let pod = |name: &str, phase: PodPhase| Pod {
             metadata: ObjectMeta {
                 name: name.into(),
@@ -961,5 +987,15 @@ Events:
         );
         assert!(text.contains("\n  memory    2Gi (25%)  0 (0%)\n"), "{text}");
         assert!(text.ends_with("\nEvents:     <none>\n"), "{text}");
+        // Columns align across sections: compare the words.
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains(" pods: 110 Images: (6 in total) app-1:v1 600Mi app-2:v1 500Mi "),
+            "{text}"
+        );
+        assert!(
+            words.contains(" app-5:v1 200Mi ... (1 more) Non-terminated Pods: "),
+            "{text}"
+        );
     }
 }

@@ -7,6 +7,10 @@ use std::borrow::Cow;
 /// The tag an image reference without one means.
 pub const DEFAULT_IMAGE_TAG: &str = "latest";
 
+/// At most this many images go in a node's `status.images`, the largest first (kubelet's
+/// `nodeStatusMaxImages` default).
+pub const MAX_NODE_STATUS_IMAGES: usize = 50;
+
 /// kube's `normalizedImageName`: `name` with `:latest` appended when it has no tag (no `:`
 /// after its last `/`). Nothing else is rewritten, as in kube: `nginx` becomes
 /// `nginx:latest` and does not match a node that reports only `docker.io/library/nginx:latest`.

@@ -50,6 +50,9 @@ pub const ANNOTATION_SIM_RUN_DURATION: &str = "sim.berth.dev/run-duration";
 /// On a pod run by the simulated runtime: the exit code its containers end with after
 /// their run duration (an integer, 0 when left out).
 pub const ANNOTATION_SIM_EXIT_CODE: &str = "sim.berth.dev/exit-code";
+/// On a pod run by the simulated runtime: the size its node then reports for each of the
+/// pod's images (a quantity; default 100Mi).
+pub const ANNOTATION_SIM_IMAGE_SIZE: &str = "sim.berth.dev/image-size";
 
 // Condition types.
 

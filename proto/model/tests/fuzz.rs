@@ -1,13 +1,22 @@
 //! Property-based fuzzing of the hand-written parsers that take user input: label selector
 //! strings and resource quantities. Arbitrary input must never panic; valid input must
-//! round-trip through its printed form. Case counts are bounded so `cargo test` stays fast.
+//! round-trip through its printed form. Case counts are bounded so `cargo test` stays fast;
+//! `scripts/fuzz.sh` runs the same properties at volume (`BERTH_FUZZ_CASES` per property).
 
 use berth_model::model::{LabelSelector, LabelSelectorOperator, LabelSelectorRequirement};
 use berth_model::{selector, validate, Quantity};
 use proptest::prelude::*;
 
-/// Cases per property: enough to shake out panics, cheap enough for every `cargo test`.
+/// Cases per property in `cargo test`: enough to shake out panics, cheap enough for every run.
 const CASES: u32 = 512;
+
+/// Cases per property: `BERTH_FUZZ_CASES` when set (`scripts/fuzz.sh`), else [`CASES`].
+fn cases() -> u32 {
+    std::env::var("BERTH_FUZZ_CASES").map_or(CASES, |v| {
+        v.parse()
+            .expect("BERTH_FUZZ_CASES is a number of cases per property")
+    })
+}
 
 /// Prints a selector in kubectl's `-l` syntax, the inverse of [`selector::parse`] for the
 /// selectors it produces (all requirements are matchExpressions).
@@ -105,7 +114,7 @@ fn quantity_like() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(CASES))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn selector_parse_never_panics_on_arbitrary_text(input in "\\PC{0,64}") {

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use berth_proto::conditions::set_condition;
 use berth_proto::model::{
-    Kind, Node, NodeCondition, Object, ObjectKey, Pod, PodStatus, ResourceSlice, Time,
+    ContainerImage, Kind, Node, NodeCondition, Object, ObjectKey, Pod, PodStatus, ResourceSlice,
+    Time,
 };
 use berth_proto::names;
 use berth_proto::pb;
@@ -329,7 +330,12 @@ impl AgentService {
     }
 
     /// Applies a heartbeat: stores the node's conditions if their status changed.
-    fn heartbeat(&self, node_name: &str, conditions: Vec<NodeCondition>) -> Result<(), Error> {
+    fn heartbeat(
+        &self,
+        node_name: &str,
+        conditions: Vec<NodeCondition>,
+        images: Vec<ContainerImage>,
+    ) -> Result<(), Error> {
         let key = ObjectKey::new(Kind::Node, "", node_name);
         let Some(Object::Node(mut node)) = self.store.get(&key)? else {
             return Err(Error::NotFound { key });
@@ -338,6 +344,10 @@ impl AgentService {
         let mut changed = false;
         for c in conditions {
             changed |= set_condition(&mut node.status.conditions, c, now);
+        }
+        if !images.is_empty() && images != node.status.images {
+            node.status.images = images;
+            changed = true;
         }
         if changed {
             let rv = node.metadata.resource_version.clone();
@@ -597,7 +607,13 @@ impl pb::agent_server::Agent for AgentService {
                                     from_json("conditions_json", &hb.conditions_json)
                                         .map_err(|source| Error::Convert { context: "heartbeat".into(), source })?
                                 };
-                                this2.heartbeat(&node, conditions)
+                                let images: Vec<ContainerImage> = if hb.images_json.is_empty() {
+                                    Vec::new()
+                                } else {
+                                    from_json("images_json", &hb.images_json)
+                                        .map_err(|source| Error::Convert { context: "heartbeat".into(), source })?
+                                };
+                                this2.heartbeat(&node, conditions, images)
                             }
                             Some(pb::agent_message::Msg::PodStatus(update)) => this2.pod_status(&node, update),
                             Some(pb::agent_message::Msg::Usage(usage)) => {

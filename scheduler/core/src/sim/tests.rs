@@ -1370,3 +1370,62 @@ fn claims_from_templates_share_a_gpu_by_capacity() {
     );
     assert!(outcome(&out, "c").claims.is_empty());
 }
+
+/// A pending pod whose one container has `image` and, if given, takes host port `port`.
+fn image_pod(name: &str, image: &str, port: Option<u16>) -> String {
+    let ports = port.map_or(String::new(), |p| {
+        format!(", ports: [{{containerPort: 80, hostPort: {p}}}]")
+    });
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\n\
+         spec: {{containers: [{{name: c, image: \"{image}\"{ports}}}]}}\n"
+    )
+}
+
+#[test]
+fn host_ports_and_node_images() {
+    let with_image = "---\napiVersion: v1\nkind: Node\nmetadata: {name: n3}\n\
+                      status: {capacity: {cpu: \"4\", memory: 8Gi, pods: \"110\"}, \
+                      images: [{names: [\"registry.example/app:v2\"], sizeBytes: 943718400}]}\n";
+    check(vec![Case {
+        name: "the node that has the image is preferred",
+        yaml: format!(
+            "{}{with_image}{}",
+            nodes(2, "4"),
+            image_pod("a", "registry.example/app:v2", None)
+        ),
+        want: vec![("a", Some("n3"))],
+    }]);
+    let three = format!(
+        "{}{}{}{}",
+        nodes(2, "4"),
+        image_pod("p1", "web", Some(8080)),
+        image_pod("p2", "web", Some(8080)),
+        image_pod("p3", "web", Some(8080))
+    );
+    let out = simulate(&three, false, 1);
+    let (p1, p2) = (outcome(&out, "p1"), outcome(&out, "p2"));
+    assert!(
+        p1.node.is_some() && p2.node.is_some() && p1.node != p2.node,
+        "{out:?}"
+    );
+    assert_eq!(
+        outcome(&out, "p3").node,
+        None,
+        "one pod per host port and node"
+    );
+    let yaml = format!(
+        "{}{}{}",
+        nodes(1, "4"),
+        image_pod("p1", "web", Some(8080)),
+        image_pod("p2", "web", Some(8080))
+    );
+    let out = simulate(&yaml, false, 1);
+    assert_eq!(
+        outcome(&out, "p2").message.as_deref(),
+        Some(
+            "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. \
+             preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        )
+    );
+}
