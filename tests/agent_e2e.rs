@@ -137,7 +137,7 @@ fn a_host_port_is_held_by_one_pod_and_the_node_reports_its_image() {
     start_agent(
         &mut cluster,
         "n5",
-        &["--runtime", "sim", "--heartbeat-interval", "1s"],
+        &["--runtime", "sim", "--cpu", "4", "--memory", "1Gi"],
     );
     apply(&cluster, "web-1.yaml", &host_port_pod("web-1", ""));
     wait_until("web-1 runs", || phase(&cluster, "web-1") == "Running");

@@ -37,15 +37,14 @@ pub const CONFIG_API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
 /// The only `kind` accepted for a scheduler configuration file.
 pub const CONFIG_KIND: &str = "KubeSchedulerConfiguration";
 
-/// kube plugins that have nothing to act on in Berth (queue sorting, binding, volumes, host
-/// ports, gates, dynamic resources, image locality): a configuration may name them, as real
+/// kube plugins that have nothing to act on in Berth (queue sorting, binding, volumes, gates,
+/// dynamic resources): a configuration may name them, as real
 /// kube-scheduler configs do, and they are left out. The queue already sorts by priority and
 /// honours scheduling gates itself; binding is the scheduling loop's job.
 const INERT_KUBE_PLUGINS: &[&str] = &[
     "PrioritySort",
     "DefaultBinder",
     "SchedulingGates",
-    "NodePorts",
     "VolumeRestrictions",
     "NodeVolumeLimits",
     "EBSLimits",
@@ -55,7 +54,6 @@ const INERT_KUBE_PLUGINS: &[&str] = &[
     "VolumeBinding",
     "VolumeZone",
     "DynamicResources",
-    "ImageLocality",
 ];
 
 impl Profile {
@@ -942,7 +940,7 @@ mod tests {
             Case {
                 name: "inert kube plugins and points are accepted",
                 yaml: format!(
-                    "{header}leaderElection:\n  leaderElect: false\nprofiles:\n- plugins:\n    queueSort:\n      enabled:\n      - name: PrioritySort\n    bind:\n      enabled:\n      - name: DefaultBinder\n    multiPoint:\n      enabled:\n      - name: ImageLocality\n        weight: 1\n"
+                    "{header}leaderElection:\n  leaderElect: false\nprofiles:\n- plugins:\n    queueSort:\n      enabled:\n      - name: PrioritySort\n    bind:\n      enabled:\n      - name: DefaultBinder\n    multiPoint:\n      enabled:\n      - name: VolumeBinding\n"
                 ),
                 want: vec![(DEFAULT_SCHEDULER_NAME, None, None)],
             },
