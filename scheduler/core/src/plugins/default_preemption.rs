@@ -1430,6 +1430,18 @@ mod tests {
 
     /// The whole cycle on a full cluster: nothing fits, and the PostFilter nominates the node
     /// whose victim matters least.
+    /// The nomination of node n2 with its pod `low` as the victim.
+    fn low_on_n2() -> Option<Nomination> {
+        Some(Nomination {
+            node: "n2".into(),
+            victims: vec![Victim {
+                namespace: "default".into(),
+                name: "low".into(),
+                uid: "default-low".into(),
+            }],
+        })
+    }
+
     #[test]
     fn schedule_nominates_a_node_on_a_full_cluster() {
         struct Case {
@@ -1449,14 +1461,7 @@ mod tests {
                     node("n3", 1000, vec![running("high", 100, 600, 10)]),
                 ],
                 pod: preemptor(50, 600).info(),
-                want_nomination: Some(Nomination {
-                    node: "n2".into(),
-                    victims: vec![Victim {
-                        namespace: "default".into(),
-                        name: "low".into(),
-                        uid: "default-low".into(),
-                    }],
-                }),
+                want_nomination: low_on_n2(),
                 want_message: "0/3 nodes are available: 3 Insufficient cpu.",
             },
             Case {
@@ -1477,14 +1482,7 @@ mod tests {
                     node("n2", 1000, vec![running("low", 0, 100, 10).host_port(8080, Protocol::Tcp, "")]),
                 ],
                 pod: preemptor(50, 100).host_port(8080, Protocol::Tcp, "").info(),
-                want_nomination: Some(Nomination {
-                    node: "n2".into(),
-                    victims: vec![Victim {
-                        namespace: "default".into(),
-                        name: "low".into(),
-                        uid: "default-low".into(),
-                    }],
-                }),
+                want_nomination: low_on_n2(),
                 want_message: "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports.",
             },
         ];

@@ -163,25 +163,16 @@ pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSe
             })
         }
         node_ports::NAME => Ok(filter_only(node_ports::NAME, args, node_ports::NodePorts)),
-        image_locality::NAME => {
-            ignore_args(image_locality::NAME, args);
-            let p = Arc::new(image_locality::ImageLocality);
-            Ok(PluginSet {
-                name: image_locality::NAME,
-                pre_score: Some(p.clone()),
-                score: Some(p),
-                ..PluginSet::default()
-            })
-        }
+        image_locality::NAME => Ok(scoring(
+            image_locality::NAME,
+            args,
+            Arc::new(image_locality::ImageLocality),
+        )),
         taint_toleration::NAME => {
-            ignore_args(taint_toleration::NAME, args);
             let p = Arc::new(taint_toleration::TaintToleration);
             Ok(PluginSet {
-                name: taint_toleration::NAME,
                 filter: Some(p.clone()),
-                pre_score: Some(p.clone()),
-                score: Some(p),
-                ..PluginSet::default()
+                ..scoring(taint_toleration::NAME, args, p)
             })
         }
         node_affinity::NAME => {
@@ -252,6 +243,21 @@ where
     try_new(parsed)
         .map(Arc::new)
         .map_err(|e| invalid(plugin, e))
+}
+
+/// The set of a plugin without args that runs at PreScore and Score.
+fn scoring<P: PreScore + Score + 'static>(
+    name: &'static str,
+    args: Option<&serde_yaml_ng::Value>,
+    plugin: Arc<P>,
+) -> PluginSet {
+    ignore_args(name, args);
+    PluginSet {
+        name,
+        pre_score: Some(plugin.clone()),
+        score: Some(plugin),
+        ..PluginSet::default()
+    }
 }
 
 /// The set of a plugin without args that runs at Filter only.
