@@ -203,3 +203,129 @@ fn pods_get_devices_share_a_gpu_by_capacity_and_wait_when_none_fits() {
         str_at(&cluster.pod_json("half-3"), "/status/phase") == "Running"
     });
 }
+
+/// A ResourceClaimTemplate for one whole t4.
+const T4_TEMPLATE: &str = "\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: t4}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu
+          selectors:
+          - cel: {expression: 'device.attributes[\"gpu.berth.dev\"].model == \"t4\"'}
+";
+
+/// A process pod whose entry `gpu` comes from `template`; it runs `script`.
+fn template_pod(name: &str, template: &str, script: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  restartPolicy: Never\n  \
+         resourceClaims:\n  - name: gpu\n    resourceClaimTemplateName: {template}\n  containers:\n  \
+         - name: main\n    image: sh\n    command: [sh, -c, '{script}']\n    resources:\n      \
+         claims:\n      - name: gpu\n"
+    )
+}
+
+/// The claims in the store, as JSON objects.
+fn claims_json(cluster: &TestCluster) -> Vec<serde_json::Value> {
+    let json = cluster.berth_ok(&["get", "resourceclaims", "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&json).expect("claims JSON");
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn the_claim_controller_makes_claims_from_templates_and_releases_them() {
+    let mut cluster = TestCluster::start();
+    start(&mut cluster, "gpu-node");
+    cluster.wait_ready_nodes(1);
+    apply(&cluster, "devices.yaml", DEVICES);
+
+    // The template does not exist yet: no claim, the pod waits with kube's words and an
+    // event naming the template.
+    apply(
+        &cluster,
+        "first.yaml",
+        &template_pod("first", "t4", "echo dev=$BERTH_DEVICE_GPU_GPU; sleep 600"),
+    );
+    wait_until("first waits for its claim", || {
+        pending_message(&cluster, "first").is_some()
+    });
+    let message = pending_message(&cluster, "first").expect("a message");
+    assert!(
+        message.contains("pod \"default/first\": ResourceClaim not created yet"),
+        "{message}"
+    );
+    wait_until("an event names the missing template", || {
+        cluster
+            .berth_ok(&["get", "events"])
+            .contains("FailedResourceClaimCreation")
+    });
+    assert!(claims_json(&cluster).is_empty());
+
+    // With the template, the controller makes the claim and the pod runs with the t4.
+    apply(&cluster, "template.yaml", T4_TEMPLATE);
+    wait_until("first runs", || {
+        str_at(&cluster.pod_json("first"), "/status/phase") == "Running"
+    });
+    let pod = cluster.pod_json("first");
+    assert_eq!(str_at(&pod, "/status/resourceClaimStatuses/0/name"), "gpu");
+    let claim_name = str_at(&pod, "/status/resourceClaimStatuses/0/resourceClaimName").to_string();
+    assert!(
+        claim_name.starts_with("first-gpu-") && claim_name.len() == 15,
+        "{claim_name}"
+    );
+    let claims = claims_json(&cluster);
+    let [claim] = claims.as_slice() else {
+        panic!("one claim: {claims:?}");
+    };
+    assert_eq!(claim["metadata"]["name"], claim_name.as_str());
+    assert_eq!(claim["metadata"]["ownerReferences"][0]["kind"], "Pod");
+    assert_eq!(claim["metadata"]["ownerReferences"][0]["name"], "first");
+    assert_eq!(claim["metadata"]["ownerReferences"][0]["controller"], true);
+    assert_eq!(
+        claim["metadata"]["annotations"]["resource.kubernetes.io/pod-claim-name"],
+        "gpu"
+    );
+    assert_eq!(
+        claim["status"]["allocation"]["devices"]["results"][0]["device"],
+        "gpu-1"
+    );
+    wait_until("first sees the t4", || {
+        let out = cluster.berth(&["logs", "first"]);
+        String::from_utf8_lossy(&out.stdout).contains("dev=gpu.berth.dev/gpu-node/gpu-1")
+    });
+
+    // A second pod of the same template waits for the one t4 ...
+    apply(
+        &cluster,
+        "second.yaml",
+        &template_pod("second", "t4", "echo dev=$BERTH_DEVICE_GPU_GPU"),
+    );
+    wait_until("second cannot get the t4", || {
+        pending_message(&cluster, "second")
+            .is_some_and(|m| m.contains("cannot allocate all claims"))
+    });
+    // ... and gets it once first is deleted: its claim goes with it (garbage collection
+    // by ownerReference).
+    cluster.berth_ok(&["delete", "pod", "first"]);
+    wait_until("second ran", || {
+        str_at(&cluster.pod_json("second"), "/status/phase") == "Succeeded"
+    });
+    wait_until("first's claim is collected", || {
+        claims_json(&cluster)
+            .iter()
+            .all(|c| c["metadata"]["name"] != claim_name.as_str())
+    });
+    // second is done: its claim is released and deleted although the pod stays.
+    wait_until("second's claim is deleted", || {
+        claims_json(&cluster).is_empty()
+    });
+    assert_eq!(
+        str_at(&cluster.pod_json("second"), "/status/phase"),
+        "Succeeded"
+    );
+}

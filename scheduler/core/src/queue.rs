@@ -505,9 +505,11 @@ fn is_gated(pod: &Pod) -> bool {
     !pod.spec.scheduling_gates.is_empty()
 }
 
-/// kube's isPodUpdated: a change other than status and versions.
+/// kube's isPodUpdated: a change other than versions and status (except the claim names).
 fn is_pod_updated(old: &Pod, new: &Pod) -> bool {
     old.spec != new.spec
+        // The claim controller recording the pod's claims (kube keeps them in the compare).
+        || old.status.resource_claim_statuses != new.status.resource_claim_statuses
         || old.metadata.labels != new.metadata.labels
         || old.metadata.annotations != new.metadata.annotations
 }

@@ -1,6 +1,7 @@
 //! Garbage collection by ownerReferences (kube's background cascading deletion): when a
 //! Deployment, ReplicaSet, DaemonSet or Job is deleted, the objects it owns are deleted too, and
-//! theirs in turn (a Deployment's ReplicaSets, then their pods).
+//! theirs in turn (a Deployment's ReplicaSets, then their pods); a deleted pod's generated
+//! ResourceClaims and a deleted node's ResourceSlices go the same way.
 //!
 //! A dependent goes once every owner it names is absent: no object of that kind, namespace
 //! and name, or one with another uid. Only owners of kinds Berth stores are judged; a
@@ -19,6 +20,9 @@ fn owner_kind(reference: &OwnerReference) -> Option<Kind> {
         "ReplicaSet" => Some(Kind::ReplicaSet),
         "DaemonSet" => Some(Kind::DaemonSet),
         "Job" => Some(Kind::Job),
+        // A pod's generated ResourceClaims, a node's ResourceSlices.
+        "Pod" => Some(Kind::Pod),
+        "Node" => Some(Kind::Node),
         _ => None,
     }
 }
@@ -62,12 +66,17 @@ pub fn collect_dependents(m: &mut ControllerManager, uid: &str) -> Result<(), Er
 /// Deletes every orphaned object in the cache (at start-up and after a re-list, when owner
 /// deletions may have been missed).
 pub fn scan(m: &mut ControllerManager) -> Result<(), Error> {
-    let doomed: Vec<Object> = [Kind::ReplicaSet, Kind::Pod]
-        .into_iter()
-        .flat_map(|kind| m.cache.list(kind, None))
-        .filter(|o| is_orphaned(&m.cache, o))
-        .cloned()
-        .collect();
+    let doomed: Vec<Object> = [
+        Kind::ReplicaSet,
+        Kind::Pod,
+        Kind::ResourceClaim,
+        Kind::ResourceSlice,
+    ]
+    .into_iter()
+    .flat_map(|kind| m.cache.list(kind, None))
+    .filter(|o| is_orphaned(&m.cache, o))
+    .cloned()
+    .collect();
     delete_all(m, doomed)
 }
 

@@ -29,6 +29,8 @@
 //! - [`daemonset`]: one pod per eligible node, placed through the scheduler.
 //! - [`job`]: runs each Job's pods to completion, and deletes finished Jobs after their TTL.
 //! - [`garbage_collector`]: deletes the dependents of deleted owners (background cascade).
+//! - [`resource_claim`]: makes pods' claims from templates and releases claims of pods
+//!   that are done.
 //! - [`disruption`]: PodDisruptionBudget status, as kube's disruption controller keeps it.
 
 pub mod daemonset;
@@ -37,6 +39,7 @@ pub mod disruption;
 pub mod garbage_collector;
 pub mod job;
 pub mod replicaset;
+pub mod resource_claim;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,7 +56,7 @@ use crate::server::informer::{self, Event, Reflector, Watcher, WorkQueue};
 use crate::server::writer::Writer;
 
 /// The kinds the controllers read.
-const WATCHED: [Kind; 7] = [
+const WATCHED: [Kind; 10] = [
     Kind::Pod,
     Kind::Node,
     Kind::Deployment,
@@ -61,6 +64,9 @@ const WATCHED: [Kind; 7] = [
     Kind::DaemonSet,
     Kind::PodDisruptionBudget,
     Kind::Job,
+    Kind::ResourceClaim,
+    Kind::ResourceClaimTemplate,
+    Kind::ResourceSlice,
 ];
 
 /// How long the manager waits after a change for the rest of its commit (and any burst of
@@ -107,6 +113,10 @@ pub enum Work {
     Job(String, String),
     /// Recount a PodDisruptionBudget (namespace, name).
     Budget(String, String),
+    /// Make the claims of a pod's template entries (namespace, name).
+    PodClaims(String, String),
+    /// Release a ResourceClaim's finished consumers (namespace, name).
+    Claim(String, String),
     /// Delete the dependents of a removed owner (its uid).
     Orphans(String),
     /// Look for dependents of any missing owner.
@@ -256,6 +266,26 @@ impl ControllerManager {
                 .collect();
             self.queue.extend(work);
         }
+        let pods: Vec<Work> = self
+            .cache
+            .list(Kind::Pod, None)
+            .into_iter()
+            .filter_map(|o| match o {
+                Object::Pod(p) if !p.spec.resource_claims.is_empty() => Some(Work::PodClaims(
+                    p.metadata.namespace.clone(),
+                    p.metadata.name.clone(),
+                )),
+                _ => None,
+            })
+            .collect();
+        self.queue.extend(pods);
+        let claims: Vec<Work> = self
+            .cache
+            .list(Kind::ResourceClaim, None)
+            .into_iter()
+            .map(|o| Work::Claim(o.meta().namespace.clone(), o.meta().name.clone()))
+            .collect();
+        self.queue.extend(claims);
         self.queue.add(Work::OrphanScan);
     }
 
@@ -309,8 +339,31 @@ impl ControllerManager {
                     .map(|pdb| Work::Budget(ns.clone(), pdb.metadata.name.clone()))
                     .collect();
                 self.queue.extend(budgets);
+                self.observe_pod_claims(pod, deleted);
+            }
+            Object::ResourceClaim(_) if !deleted => {
+                self.queue.add(Work::Claim(ns, meta.name.clone()));
+            }
+            Object::ResourceClaimTemplate(_) if !deleted => {
+                // Pods waiting for this template.
+                let waiting: Vec<Work> = self
+                    .cache
+                    .pods(&ns)
+                    .into_iter()
+                    .filter(|p| {
+                        p.spec.resource_claims.iter().any(|c| {
+                            c.resource_claim_template_name.as_deref() == Some(meta.name.as_str())
+                        })
+                    })
+                    .map(|p| Work::PodClaims(ns.clone(), p.metadata.name.clone()))
+                    .collect();
+                self.queue.extend(waiting);
             }
             Object::Node(_) => {
+                if deleted {
+                    // Its ResourceSlices.
+                    self.queue.add(Work::Orphans(meta.uid.clone()));
+                }
                 let all: Vec<Work> = self
                     .cache
                     .list(Kind::DaemonSet, None)
@@ -355,6 +408,27 @@ impl ControllerManager {
         }
     }
 
+    /// Queues the claim work a change of a pod calls for: its own claims to make while it
+    /// may run, its claims' consumers to check once it is done or gone, and its generated
+    /// claims to collect when it is deleted.
+    fn observe_pod_claims(&mut self, pod: &Pod, deleted: bool) {
+        if pod.spec.resource_claims.is_empty() {
+            return;
+        }
+        let ns = &pod.metadata.namespace;
+        if deleted {
+            self.queue.add(Work::Orphans(pod.metadata.uid.clone()));
+        } else {
+            self.queue
+                .add(Work::PodClaims(ns.clone(), pod.metadata.name.clone()));
+        }
+        let claims: Vec<Work> = resource_claim::claim_names(pod)
+            .into_iter()
+            .map(|name| Work::Claim(ns.clone(), name))
+            .collect();
+        self.queue.extend(claims);
+    }
+
     /// Runs queued work until the queue is empty.
     fn process(&mut self) {
         while let Some(work) = self.queue.pop() {
@@ -364,6 +438,8 @@ impl ControllerManager {
                 Work::DaemonSet(ns, name) => daemonset::reconcile(self, ns, name),
                 Work::Job(ns, name) => job::reconcile(self, ns, name),
                 Work::Budget(ns, name) => disruption::reconcile(self, ns, name),
+                Work::PodClaims(ns, name) => resource_claim::sync_pod(self, ns, name),
+                Work::Claim(ns, name) => resource_claim::sync_claim(self, ns, name),
                 Work::Orphans(uid) => garbage_collector::collect_dependents(self, uid),
                 Work::OrphanScan => garbage_collector::scan(self),
             };

@@ -387,6 +387,10 @@ impl AgentService {
             if new_status.nominated_node_name.is_empty() {
                 new_status.nominated_node_name = pod.status.nominated_node_name.clone();
             }
+            // The claim controller owns the pod's claim names.
+            new_status
+                .resource_claim_statuses
+                .clone_from(&pod.status.resource_claim_statuses);
             if pod.status == new_status {
                 return Ok(());
             }

@@ -49,7 +49,7 @@ pub fn claim_from_template(
                 name: pod.metadata.name.clone(),
                 uid: pod.metadata.uid.clone(),
                 controller: Some(true),
-                ..Default::default()
+                block_owner_deletion: Some(true),
             }],
             ..Default::default()
         },
