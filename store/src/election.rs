@@ -3,8 +3,9 @@
 //! partitioned, or simply slow to notice) cannot write.
 //!
 //! Two electors exist: [`LocalElector`] for the embedded sled store (one process owns the
-//! store's folder, so leadership is a process-local lock granted at once), and the etcd
-//! elector (in `etcd_store.rs`), which holds a lease-bound election key.
+//! store's folder, so leadership is a process-local lock granted at once), and
+//! [`EtcdElector`](crate::EtcdElector) (in `etcd_store.rs`), which holds a lease-bound
+//! election key.
 
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex};
@@ -129,6 +130,15 @@ struct GuardInner {
 pub(crate) enum Fence {
     /// Process-local leadership: the lost flag is the whole truth.
     Local,
+    /// An etcd election key created under the leader's lease: the leadership holds while
+    /// the key exists with this create revision (only its creator writes it, and it goes
+    /// with the lease).
+    Etcd {
+        /// The election key.
+        key: Vec<u8>,
+        /// The key's create_revision when this leadership created it.
+        create_revision: i64,
+    },
 }
 
 impl Guard {
@@ -160,6 +170,10 @@ impl Guard {
         } else {
             Err(self.not_leader())
         }
+    }
+
+    pub(crate) fn fence(&self) -> &Fence {
+        &self.inner.fence
     }
 
     /// The error a fenced commit fails with once this leadership is gone.

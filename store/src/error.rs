@@ -78,6 +78,70 @@ pub enum Error {
         /// The identity whose leadership the commit's guard came from.
         identity: String,
     },
+    /// The `--store` URL or an etcd member's address cannot be used.
+    #[error("invalid store {url:?}: {reason}")]
+    InvalidStoreUrl {
+        /// The URL given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A commit would need more operations (distinct objects, plus one for a fence) than one
+    /// etcd transaction may hold; nothing was written.
+    #[error("a commit of {ops} operations exceeds etcd's limit of {limit} operations per transaction (--max-txn-ops); split it into smaller commits")]
+    TooManyOps {
+        /// Operations the commit needs (0 when etcd refused it without saying).
+        ops: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A commit's encoded transaction is larger than etcd accepts; nothing was written.
+    #[error("a commit of {bytes} bytes exceeds etcd's request size limit of {limit} bytes (--max-request-bytes); split it into smaller commits")]
+    RequestTooLarge {
+        /// The encoded size (0 when etcd refused it without saying).
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// One object, as stored, is larger than etcd accepts in a request.
+    #[error("{} is {bytes} bytes as stored, above etcd's request size limit of {limit} bytes (--max-request-bytes)", Subject(.key))]
+    ObjectTooLarge {
+        /// The object.
+        key: ObjectKey,
+        /// Its key and encoded value, in bytes.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// etcd did not answer in time: the request may or may not have applied.
+    #[error("etcd {operation} timed out after {after:?}; its outcome is unknown")]
+    Timeout {
+        /// What was asked.
+        operation: &'static str,
+        /// The request timeout.
+        after: std::time::Duration,
+    },
+    /// etcd refused or failed a request.
+    #[error("etcd {operation} failed: {}", .source.message())]
+    Etcd {
+        /// What was asked.
+        operation: &'static str,
+        /// The gRPC status.
+        #[source]
+        source: tonic::Status,
+    },
+    /// A commit's objects kept changing under it, and it gave up.
+    #[error("the commit's objects kept changing; gave up after {attempts} attempts")]
+    Contention {
+        /// How often it tried.
+        attempts: usize,
+    },
+    /// The etcd client's runtime could not start.
+    #[error("cannot start the etcd client's runtime")]
+    Runtime(#[source] std::io::Error),
+    /// The etcd client's runtime is gone (the store is shutting down).
+    #[error("the etcd client has stopped")]
+    ClientStopped,
     /// The database at this path could not be opened.
     #[error("cannot open store at {}", .path.display())]
     Open {

@@ -1,5 +1,5 @@
-//! Berth's durable object store: typed Kubernetes objects on local disk, with a global
-//! revision, atomic multi-object commits and a stream of changes.
+//! Berth's durable object store: typed Kubernetes objects on local disk (sled) or in an etcd
+//! cluster, with a global revision, atomic multi-object commits and a stream of changes.
 //!
 //! # Layout
 //!
@@ -16,21 +16,35 @@
 //! - [`Elector`], [`Leadership`], [`Guard`] and [`FencedStore`] (in `election.rs`): leader
 //!   election and writes fenced on the leadership, so a deposed leader cannot write;
 //!   [`LocalElector`] is the in-process elector for sled.
+//! - [`EtcdStore`] (in `etcd_store.rs`) implements it on etcd's v3 API: keys
+//!   `/berth/<plural>/<namespace>/<name>`, resourceVersion = the key's mod_revision, one
+//!   transaction per commit, a watch feeding `subscribe`, a compactor; [`EtcdElector`] elects
+//!   a leader on an etcd lease.
+//! - `objects.rs`: the object rules both backends apply (keys, encoding, identity,
+//!   preconditions).
 //! - [`Error`] (in `error.rs`) says what failed and on which object.
 //!
-//! Every write gets the next revision, stored in the object's `metadata.resourceVersion`;
-//! the counter is written in the same transaction as the objects, so revisions keep
-//! increasing across restarts.
+//! On sled every write gets the next revision, stored in the object's
+//! `metadata.resourceVersion`; the counter is written in the same transaction as the
+//! objects, so revisions keep increasing across restarts. On etcd the changes of one commit
+//! share the transaction's revision.
 //!
 //! [`Kind`]: berth_proto::model::Kind
 #![warn(missing_docs)]
 
+mod backend;
 mod election;
 mod error;
+mod etcd_store;
 mod object_store;
+mod objects;
 mod sled_store;
 
+pub use backend::Backend;
 pub use election::{ElectionConfig, Elector, FencedStore, Guard, Leadership, LocalElector};
 pub use error::{Error, Result};
+pub use etcd_store::{
+    EtcdConfig, EtcdElector, EtcdStore, KEY_PREFIX, LEADER_KEY, MAX_REQUEST_BYTES, MAX_TXN_OPS,
+};
 pub use object_store::{Change, ChangeType, ObjectStore, Op, Precondition};
 pub use sled_store::{SledStore, CHANNEL_CAPACITY};

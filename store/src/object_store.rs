@@ -68,14 +68,19 @@ pub struct Change {
     /// [`ChangeType::Deleted`], the last stored state with `metadata.resourceVersion` set to
     /// the deletion's revision.
     pub object: Object,
-    /// The revision assigned to this write; equal to the object's resourceVersion.
+    /// The revision assigned to this write; equal to the object's resourceVersion. The
+    /// changes of one commit may share one revision (etcd) or take consecutive ones (sled).
     pub revision: u64,
 }
 
 /// A durable store of typed objects with a global, increasing revision.
 ///
-/// Every write gets its own revision, one more than the previous write's, and carries it as
-/// `metadata.resourceVersion`. Revisions are never reused, including across restarts.
+/// Every commit's changes get revisions above every earlier commit's, carried as
+/// `metadata.resourceVersion`; within one commit they do not decrease. On sled each write
+/// takes the next revision; on etcd all changes of a commit share its transaction's
+/// revision, and revisions may skip (other keys of the cluster use them too). Revisions are
+/// never reused, including across restarts. Callers compare revisions only per object (an
+/// informer skips a change whose revision is not above its cached resourceVersion).
 pub trait ObjectStore: Send + Sync {
     /// The object with this key, if stored.
     fn get(&self, key: &ObjectKey) -> Result<Option<Object>>;
@@ -109,7 +114,10 @@ pub trait ObjectStore: Send + Sync {
     /// A receiver of every [`Change`] committed after this call, in commit order.
     ///
     /// A receiver that falls more than the channel's capacity behind gets
-    /// [`broadcast::error::RecvError::Lagged`] and should re-list. To build a cache, subscribe
+    /// [`broadcast::error::RecvError::Lagged`] and should re-list; so does every receiver
+    /// when the etcd backend's watch resumes past history that compaction removed (the
+    /// messages that follow the lag then repeat an already-delivered change, below any later
+    /// list's revision). To build a cache, subscribe
     /// first, then list, and skip changes whose revision is not above the cached object's
     /// resourceVersion.
     fn subscribe(&self) -> broadcast::Receiver<Arc<Change>>;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use berth_proto::model::{Kind, Object, ObjectKey, Time};
+use berth_proto::model::{Kind, Object, ObjectKey};
 use sled::transaction::{
     ConflictableTransactionError, ConflictableTransactionResult, TransactionError,
     TransactionalTree,
@@ -14,7 +14,11 @@ use sled::transaction::{
 use sled::{IVec, Transactional};
 use tokio::sync::broadcast;
 
-use crate::{Change, ChangeType, Error, ObjectStore, Op, Precondition, Result};
+use crate::objects::{
+    check, check_update, decode_key, decode_object, encode_key, keep_identity, normalize_key,
+    prepare, stamp_new,
+};
+use crate::{Change, ChangeType, Error, ObjectStore, Op, Result};
 
 /// How many changes a subscriber may fall behind before it sees `Lagged`.
 pub const CHANNEL_CAPACITY: usize = 65536;
@@ -111,7 +115,11 @@ impl ObjectStore for SledStore {
     fn get(&self, key: &ObjectKey) -> Result<Option<Object>> {
         let key = normalize_key(key);
         let stored_key = encode_key(&key)?;
-        match self.tree(key.kind).get(stored_key).map_err(Error::Sled)? {
+        match self
+            .tree(key.kind)
+            .get(stored_key.as_bytes())
+            .map_err(Error::Sled)?
+        {
             Some(bytes) => decode_object(&key, &bytes).map(Some),
             None => Ok(None),
         }
@@ -239,11 +247,7 @@ fn apply(view: &[TransactionalTree], op: &Op, revision: u64) -> TxResult<Change>
             let Some(stored) = load(tree, &key, &stored_key)? else {
                 return Err(abort(Error::NotFound { key }));
             };
-            check(&key, &stored, precondition)?;
-            let own = Precondition::ResourceVersion(object.meta().resource_version.clone());
-            if !object.meta().resource_version.is_empty() {
-                check(&key, &stored, &own)?;
-            }
+            check_update(&key, &stored, object, precondition).map_err(abort)?;
             let mut object = object.clone();
             keep_identity(&mut object, &stored);
             let object = put(tree, &key, stored_key, object, revision)?;
@@ -267,12 +271,12 @@ fn apply(view: &[TransactionalTree], op: &Op, revision: u64) -> TxResult<Change>
         }
         Op::Delete { key, precondition } => {
             let key = normalize_key(key);
-            let stored_key = encode_key(&key).map_err(abort)?;
+            let stored_key = encode_key(&key).map_err(abort)?.into_bytes();
             let tree = &view[tree_index(key.kind)];
             let Some(mut stored) = load(tree, &key, &stored_key)? else {
                 return Err(abort(Error::NotFound { key }));
             };
-            check(&key, &stored, precondition)?;
+            check(&key, &stored, precondition).map_err(abort)?;
             tree.remove(stored_key)?;
             stored.meta_mut().resource_version = revision.to_string();
             Ok(change(ChangeType::Deleted, stored, revision))
@@ -294,7 +298,7 @@ fn locate<'v>(
     object: &Object,
 ) -> TxResult<(ObjectKey, Vec<u8>, &'v TransactionalTree)> {
     let key = object.key();
-    let stored_key = encode_key(&key).map_err(abort)?;
+    let stored_key = encode_key(&key).map_err(abort)?.into_bytes();
     let tree = &view[tree_index(key.kind)];
     Ok((key, stored_key, tree))
 }
@@ -306,118 +310,17 @@ fn load(tree: &TransactionalTree, key: &ObjectKey, stored_key: &[u8]) -> TxResul
     }
 }
 
-/// Refuses the write unless the precondition holds for the stored object.
-fn check(key: &ObjectKey, stored: &Object, precondition: &Precondition) -> TxResult<()> {
-    match precondition {
-        Precondition::None => Ok(()),
-        Precondition::ResourceVersion(expected) => {
-            let found = &stored.meta().resource_version;
-            if expected == found {
-                Ok(())
-            } else {
-                Err(abort(Error::Conflict {
-                    key: key.clone(),
-                    expected: expected.clone(),
-                    found: found.clone(),
-                }))
-            }
-        }
-    }
-}
-
-/// Gives a new object its server-assigned identity: a uid and a creation time, unless the
-/// caller set them.
-fn stamp_new(object: &mut Object) {
-    let meta = object.meta_mut();
-    if meta.uid.is_empty() {
-        meta.uid = uuid::Uuid::new_v4().to_string();
-    }
-    if meta.creation_timestamp.is_none() {
-        meta.creation_timestamp = Some(Time::now());
-    }
-}
-
-/// Carries the stored object's identity over to its replacement.
-fn keep_identity(object: &mut Object, stored: &Object) {
-    let meta = object.meta_mut();
-    meta.uid.clone_from(&stored.meta().uid);
-    meta.creation_timestamp = stored.meta().creation_timestamp;
-}
-
 /// Writes the object with its new resourceVersion and returns it as stored.
-///
-/// The encoded bytes are decoded again before they are written: this refuses any object the
-/// store could not read back, and the returned object is exactly what `get` will return
-/// (serialization drops ignored fields and sub-second precision of times).
 fn put(
     tree: &TransactionalTree,
     key: &ObjectKey,
     stored_key: Vec<u8>,
-    mut object: Object,
+    object: Object,
     revision: u64,
 ) -> TxResult<Object> {
-    let meta = object.meta_mut();
-    meta.resource_version = revision.to_string();
-    if !key.kind.is_namespaced() {
-        // Kubernetes clears the namespace of cluster-scoped objects.
-        meta.namespace.clear();
-    }
-    let bytes = encode_object(key, &object).map_err(abort)?;
-    let stored = decode_object(key, &bytes).map_err(abort)?;
+    let (bytes, stored) = prepare(key, object, revision.to_string()).map_err(abort)?;
     tree.insert(stored_key, bytes)?;
     Ok(stored)
-}
-
-/// The key in its canonical form: no namespace for cluster-scoped kinds.
-fn normalize_key(key: &ObjectKey) -> ObjectKey {
-    ObjectKey::new(key.kind, &key.namespace, &key.name)
-}
-
-/// The tree key of an object: `namespace/name`, or `name` for cluster-scoped kinds.
-fn encode_key(key: &ObjectKey) -> Result<Vec<u8>> {
-    let invalid = |reason| Error::InvalidKey {
-        key: key.clone(),
-        reason,
-    };
-    if key.name.is_empty() {
-        return Err(invalid("the name is empty"));
-    }
-    if key.name.contains('/') {
-        return Err(invalid("the name contains '/'"));
-    }
-    if !key.kind.is_namespaced() {
-        return Ok(key.name.as_bytes().to_vec());
-    }
-    if key.namespace.is_empty() {
-        return Err(Error::MissingNamespace { key: key.clone() });
-    }
-    if key.namespace.contains('/') {
-        return Err(invalid("the namespace contains '/'"));
-    }
-    Ok(format!("{}/{}", key.namespace, key.name).into_bytes())
-}
-
-/// The object key of a stored key, for error messages.
-fn decode_key(kind: Kind, stored_key: &[u8]) -> ObjectKey {
-    let text = String::from_utf8_lossy(stored_key);
-    match text.split_once('/') {
-        Some((namespace, name)) if kind.is_namespaced() => ObjectKey::new(kind, namespace, name),
-        _ => ObjectKey::new(kind, "", &text),
-    }
-}
-
-fn encode_object(key: &ObjectKey, object: &Object) -> Result<Vec<u8>> {
-    serde_json::to_vec(object).map_err(|source| Error::Codec {
-        key: key.clone(),
-        source,
-    })
-}
-
-fn decode_object(key: &ObjectKey, bytes: &[u8]) -> Result<Object> {
-    Object::from_json(key.kind, bytes).map_err(|source| Error::Codec {
-        key: key.clone(),
-        source,
-    })
 }
 
 /// The revision counter's value; 0 when it was never written.
@@ -437,74 +340,6 @@ fn decode_revision(value: Option<IVec>) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn encode_key_cases() {
-        struct Case {
-            name: &'static str,
-            key: ObjectKey,
-            want: std::result::Result<&'static str, &'static str>,
-        }
-        let cases = vec![
-            Case {
-                name: "namespaced",
-                key: ObjectKey::new(Kind::Pod, "default", "web-1"),
-                want: Ok("default/web-1"),
-            },
-            Case {
-                name: "cluster-scoped",
-                key: ObjectKey::new(Kind::Node, "", "n1"),
-                want: Ok("n1"),
-            },
-            Case {
-                name: "cluster-scoped with a stray namespace",
-                key: normalize_key(&ObjectKey {
-                    kind: Kind::Node,
-                    namespace: "default".into(),
-                    name: "n1".into(),
-                }),
-                want: Ok("n1"),
-            },
-            Case {
-                name: "namespaced without namespace",
-                key: ObjectKey::new(Kind::Pod, "", "web-1"),
-                want: Err("pod web-1 has no namespace, but Pod is a namespaced kind"),
-            },
-            Case {
-                name: "empty name",
-                key: ObjectKey::new(Kind::Event, "default", ""),
-                want: Err("invalid key event default/: the name is empty"),
-            },
-            Case {
-                name: "slash in name",
-                key: ObjectKey::new(Kind::PriorityClass, "", "a/b"),
-                want: Err("invalid key priorityclass a/b: the name contains '/'"),
-            },
-            Case {
-                name: "slash in namespace",
-                key: ObjectKey::new(Kind::Pod, "a/b", "c"),
-                want: Err("invalid key pod a/b/c: the namespace contains '/'"),
-            },
-        ];
-        for case in cases {
-            let got = encode_key(&case.key)
-                .map(|k| String::from_utf8(k).expect("keys are UTF-8"))
-                .map_err(|e| e.to_string());
-            let want = case.want.map(str::to_string).map_err(str::to_string);
-            assert_eq!(got, want, "case {}", case.name);
-        }
-    }
-
-    #[test]
-    fn decode_key_inverts_encode_key() {
-        for key in [
-            ObjectKey::new(Kind::Pod, "default", "web-1"),
-            ObjectKey::new(Kind::Node, "", "n1"),
-        ] {
-            let stored = encode_key(&key).expect("valid key");
-            assert_eq!(decode_key(key.kind, &stored), key, "key {key}");
-        }
-    }
 
     #[test]
     fn decode_revision_cases() {

@@ -128,7 +128,11 @@ impl From<berth_store::Error> for Error {
                 found,
             },
             // A deposed leader's write: the client should retry on the current leader.
-            e @ berth_store::Error::NotLeader { .. } => Error::Unavailable(e.to_string()),
+            e @ (berth_store::Error::NotLeader { .. }
+            | berth_store::Error::Etcd { .. }
+            | berth_store::Error::ClientStopped) => Error::Unavailable(e.to_string()),
+            // etcd did not answer in time; the write may or may not have applied.
+            e @ berth_store::Error::Timeout { .. } => Error::DeadlineExceeded(e.to_string()),
             other => Error::Store(other),
         }
     }
@@ -164,7 +168,9 @@ fn truncate_message(mut message: String) -> String {
 impl Error {
     /// The gRPC code of this error: NotFound → `NOT_FOUND`, Conflict → `ABORTED`, an invalid
     /// request → `INVALID_ARGUMENT`, an eviction a budget blocks → `RESOURCE_EXHAUSTED` (kube's
-    /// 429), a failure of the server itself → `INTERNAL`.
+    /// 429), a write above etcd's transaction limits → `RESOURCE_EXHAUSTED`, a deposed leader's
+    /// write or an unreachable etcd → `UNAVAILABLE`, a failure of the server itself →
+    /// `INTERNAL`.
     pub fn code(&self) -> Code {
         match self {
             Error::NotFound { .. } => Code::NotFound,
@@ -186,6 +192,13 @@ impl Error {
                 EvictionError::NotFound { .. } => Code::NotFound,
                 EvictionError::MultipleBudgets { .. } | EvictionError::Store(_) => Code::Internal,
             },
+            // etcd's transaction limits, like a gRPC message above its size limit (kube's
+            // 413 Request Entity Too Large).
+            Error::Store(
+                berth_store::Error::TooManyOps { .. }
+                | berth_store::Error::RequestTooLarge { .. }
+                | berth_store::Error::ObjectTooLarge { .. },
+            ) => Code::ResourceExhausted,
             Error::Task(_) | Error::Store(_) => Code::Internal,
         }
     }

@@ -47,7 +47,7 @@ use std::sync::Arc;
 
 use berth_proto::model::Kind;
 use berth_proto::pb;
-use berth_store::{ObjectStore, SledStore};
+use berth_store::{Backend, ObjectStore};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
@@ -59,9 +59,13 @@ pub struct Args {
     /// Address to serve gRPC on.
     #[arg(long, default_value = "127.0.0.1:7070", env = "BERTH_LISTEN")]
     pub listen: SocketAddr,
-    /// Folder of the embedded store; created if missing.
+    /// Folder of the embedded store; created if missing. Unused with --store.
     #[arg(long, default_value = "berth-data", env = "BERTH_DATA_DIR")]
     pub data_dir: PathBuf,
+    /// Keep every object in an etcd cluster (`etcd://HOST:PORT,HOST:PORT,...`, v3 API)
+    /// instead of the embedded store in --data-dir.
+    #[arg(long, env = "BERTH_STORE", value_parser = parse_store_url)]
+    pub store: Option<String>,
     /// KubeSchedulerConfiguration file with the scheduling profiles.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -108,6 +112,13 @@ pub struct Args {
     pub web_listen: Option<SocketAddr>,
 }
 
+/// A `--store` URL that [`berth_store::EtcdConfig::from_url`] accepts.
+fn parse_store_url(value: &str) -> Result<String, String> {
+    berth_store::EtcdConfig::from_url(value)
+        .map(|_| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
 /// A rate: a finite number, zero or more.
 fn parse_rate(value: &str) -> Result<f64, String> {
     let rate: f64 = value
@@ -125,7 +136,7 @@ pub enum ServeError {
     /// The store could not be opened.
     #[error("opening the store at {path}: {source}")]
     Store {
-        /// The folder.
+        /// The folder, or the etcd URL.
         path: PathBuf,
         /// The cause.
         #[source]
@@ -220,17 +231,23 @@ pub async fn run(
         })?,
         None => Profiles::default(),
     };
-    std::fs::create_dir_all(&args.data_dir).map_err(|e| ServeError::Bind {
-        addr: args.listen,
-        source: e,
-    })?;
-    let store: Arc<dyn ObjectStore> = Arc::new(SledStore::open(&args.data_dir).map_err(
-        |source| ServeError::Store {
-            path: args.data_dir.clone(),
+    if args.store.is_none() {
+        std::fs::create_dir_all(&args.data_dir).map_err(|e| ServeError::Bind {
+            addr: args.listen,
+            source: e,
+        })?;
+    }
+    let backend = Backend::open(args.store.as_deref(), &args.data_dir).map_err(|source| {
+        ServeError::Store {
+            path: args
+                .store
+                .as_deref()
+                .map_or_else(|| args.data_dir.clone(), PathBuf::from),
             source,
-        },
-    )?);
-    info!(data_dir = %args.data_dir.display(), revision = store.revision(), "store opened");
+        }
+    })?;
+    let store: Arc<dyn ObjectStore> = backend.store();
+    info!(store = ?backend, revision = store.revision(), "store opened");
 
     let (failures_tx, failures_rx) = tokio::sync::mpsc::unbounded_channel();
     let (writer, writer_task) = writer::Writer::spawn(store.clone(), failures_tx);
