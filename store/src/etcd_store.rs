@@ -1110,9 +1110,17 @@ impl Elector for EtcdElector {
             let (config, attempt_key, who) = (self.config, key.clone(), identity.to_string());
             let won = self
                 .runtime
-                .call(async move { try_acquire(&shared, &config, &attempt_key, &who).await })?;
-            if let Some((lease, create_revision)) = won {
-                return Ok(self.lead(identity, key, lease, create_revision));
+                .call(async move { try_acquire(&shared, &config, &attempt_key, &who).await });
+            match won {
+                Ok(Some((lease, create_revision))) => {
+                    return Ok(self.lead(identity, key, lease, create_revision));
+                }
+                Ok(None) => {}
+                // etcd out of reach for a while: a standby keeps trying, as kube's does.
+                Err(e) if is_transient(&e) => {
+                    tracing::warn!(identity, error = %e, "campaign attempt failed; retrying");
+                }
+                Err(e) => return Err(e),
             }
             std::thread::sleep(self.config.retry_period);
         }

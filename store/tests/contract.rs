@@ -8,8 +8,9 @@ mod common;
 
 use std::sync::Arc;
 
-use berth_proto::model::{Kind, Node, Object, ObjectKey, ObjectMeta, Pod, Time};
+use berth_proto::model::{Kind, Object, ObjectKey, Time};
 use berth_store::{Change, ChangeType, Error, ObjectStore, Op, Precondition};
+use common::{bound, node, node_name, pod, pod_key, rv};
 use tokio::sync::broadcast::error::TryRecvError;
 
 /// Runs each named contract test on sled and on etcd.
@@ -52,54 +53,6 @@ contract!(
     empty_commit_does_nothing,
     concurrent_commits_all_apply_and_broadcast_in_revision_order,
 );
-
-fn pod(namespace: &str, name: &str) -> Object {
-    Object::Pod(Pod {
-        metadata: ObjectMeta {
-            namespace: namespace.into(),
-            name: name.into(),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-}
-
-fn node(name: &str) -> Object {
-    Object::Node(Node {
-        metadata: ObjectMeta {
-            name: name.into(),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-}
-
-fn pod_key(namespace: &str, name: &str) -> ObjectKey {
-    ObjectKey::new(Kind::Pod, namespace, name)
-}
-
-/// The pod with `spec.nodeName` set, to tell versions apart.
-fn bound(mut object: Object, node_name: &str) -> Object {
-    if let Object::Pod(p) = &mut object {
-        p.spec.node_name = node_name.into();
-    }
-    object
-}
-
-fn node_name(object: &Object) -> &str {
-    match object {
-        Object::Pod(p) => &p.spec.node_name,
-        other => panic!("expected a pod, got {other:?}"),
-    }
-}
-
-fn rv(object: &Object) -> u64 {
-    object
-        .meta()
-        .resource_version
-        .parse()
-        .expect("resourceVersion is a decimal integer")
-}
 
 fn commit_one(store: &dyn ObjectStore, op: Op) -> Change {
     let mut changes = store.commit(vec![op]).expect("commit");

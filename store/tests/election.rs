@@ -4,18 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_proto::model::{Kind, Object, ObjectMeta, Pod};
+use berth_proto::model::{Kind, Object};
 use berth_store::{Elector, Error, FencedStore, LocalElector, ObjectStore, Op, SledStore};
 
 fn pod(name: &str) -> Object {
-    Object::Pod(Pod {
-        metadata: ObjectMeta {
-            namespace: "default".into(),
-            name: name.into(),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
+    common::pod("default", name)
 }
 
 #[test]

@@ -4,18 +4,11 @@
 
 mod common;
 
-use berth_proto::model::{Kind, Object, ObjectMeta, Pod};
+use berth_proto::model::{Kind, Object};
 use berth_store::{Error, ObjectStore, Op, MAX_REQUEST_BYTES, MAX_TXN_OPS};
 
 fn pod(name: &str) -> Object {
-    Object::Pod(Pod {
-        metadata: ObjectMeta {
-            namespace: "default".into(),
-            name: name.into(),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
+    common::pod("default", name)
 }
 
 /// A pod carrying an annotation of `bytes` bytes.

@@ -1,58 +1,13 @@
 //! What only `SledStore` promises, beyond the contract both backends meet (contract.rs):
 //! one revision per write, consecutive within a batch, and durability across reopen.
 
+mod common;
+
 use std::sync::Arc;
 
-use berth_proto::model::{Kind, Node, Object, ObjectKey, ObjectMeta, Pod, PriorityClass};
+use berth_proto::model::{Kind, Object, ObjectMeta, PriorityClass};
 use berth_store::{Change, ObjectStore, Op, Precondition, SledStore};
-
-fn pod(namespace: &str, name: &str) -> Object {
-    Object::Pod(Pod {
-        metadata: ObjectMeta {
-            namespace: namespace.into(),
-            name: name.into(),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-}
-
-fn node(name: &str) -> Object {
-    Object::Node(Node {
-        metadata: ObjectMeta {
-            name: name.into(),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-}
-
-fn pod_key(namespace: &str, name: &str) -> ObjectKey {
-    ObjectKey::new(Kind::Pod, namespace, name)
-}
-
-/// The pod with `spec.nodeName` set, to tell versions apart.
-fn bound(mut object: Object, node_name: &str) -> Object {
-    if let Object::Pod(p) = &mut object {
-        p.spec.node_name = node_name.into();
-    }
-    object
-}
-
-fn node_name(object: &Object) -> &str {
-    match object {
-        Object::Pod(p) => &p.spec.node_name,
-        other => panic!("expected a pod, got {other:?}"),
-    }
-}
-
-fn rv(object: &Object) -> u64 {
-    object
-        .meta()
-        .resource_version
-        .parse()
-        .expect("resourceVersion is a decimal integer")
-}
+use common::{bound, node, node_name, pod, pod_key, rv};
 
 fn commit_one(store: &SledStore, op: Op) -> Change {
     let mut changes = store.commit(vec![op]).expect("commit");

@@ -168,7 +168,7 @@ fn truncate_message(mut message: String) -> String {
 impl Error {
     /// The gRPC code of this error: NotFound → `NOT_FOUND`, Conflict → `ABORTED`, an invalid
     /// request → `INVALID_ARGUMENT`, an eviction a budget blocks → `RESOURCE_EXHAUSTED` (kube's
-    /// 429), a write above etcd's transaction limits → `RESOURCE_EXHAUSTED`, a deposed leader's
+    /// 429), a write above etcd's transaction limits → `INVALID_ARGUMENT`, a deposed leader's
     /// write or an unreachable etcd → `UNAVAILABLE`, a failure of the server itself →
     /// `INTERNAL`.
     pub fn code(&self) -> Code {
@@ -192,13 +192,13 @@ impl Error {
                 EvictionError::NotFound { .. } => Code::NotFound,
                 EvictionError::MultipleBudgets { .. } | EvictionError::Store(_) => Code::Internal,
             },
-            // etcd's transaction limits, like a gRPC message above its size limit (kube's
-            // 413 Request Entity Too Large).
+            // etcd's transaction limits: the request as given can never be stored, like an
+            // object above the API's size limit.
             Error::Store(
                 berth_store::Error::TooManyOps { .. }
                 | berth_store::Error::RequestTooLarge { .. }
                 | berth_store::Error::ObjectTooLarge { .. },
-            ) => Code::ResourceExhausted,
+            ) => Code::InvalidArgument,
             Error::Task(_) | Error::Store(_) => Code::Internal,
         }
     }
@@ -297,6 +297,23 @@ mod tests {
                 Error::WatchLagged { missed: 3 },
                 Code::DataLoss,
                 "watch fell behind by 3 changes; list and watch again",
+            ),
+            (
+                berth_store::Error::NotLeader {
+                    identity: "replica-1".into(),
+                }
+                .into(),
+                Code::Unavailable,
+                "not the leader: the leadership of \"replica-1\" was lost",
+            ),
+            (
+                berth_store::Error::TooManyOps {
+                    ops: 129,
+                    limit: 128,
+                }
+                .into(),
+                Code::InvalidArgument,
+                "store: a commit of 129 operations exceeds etcd's limit of 128",
             ),
             (
                 berth_store::Error::CorruptRevision { len: 1 }.into(),

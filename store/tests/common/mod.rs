@@ -1,6 +1,7 @@
 //! A real etcd member for the store's tests: started once per test binary on free loopback
 //! ports with its data under the target's tmp folder, killed when the test process exits.
 //! Without `etcd` on the PATH the etcd tests skip with a message, and fail when `CI` is set.
+//! Also the object fixtures the store's tests share.
 
 #![allow(dead_code)]
 
@@ -10,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
+use berth_proto::model::{Kind, Node, Object, ObjectKey, ObjectMeta, Pod};
 use berth_store::{EtcdConfig, EtcdStore};
 
 /// The running member's client URL, or why there is none.
@@ -119,4 +121,52 @@ fn start() -> Result<String, String> {
         std::thread::sleep(Duration::from_millis(50));
     }
     Ok(client_url)
+}
+
+pub fn pod(namespace: &str, name: &str) -> Object {
+    Object::Pod(Pod {
+        metadata: ObjectMeta {
+            namespace: namespace.into(),
+            name: name.into(),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+pub fn node(name: &str) -> Object {
+    Object::Node(Node {
+        metadata: ObjectMeta {
+            name: name.into(),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+pub fn pod_key(namespace: &str, name: &str) -> ObjectKey {
+    ObjectKey::new(Kind::Pod, namespace, name)
+}
+
+/// The pod with `spec.nodeName` set, to tell versions apart.
+pub fn bound(mut object: Object, node_name: &str) -> Object {
+    if let Object::Pod(p) = &mut object {
+        p.spec.node_name = node_name.into();
+    }
+    object
+}
+
+pub fn node_name(object: &Object) -> &str {
+    match object {
+        Object::Pod(p) => &p.spec.node_name,
+        other => panic!("expected a pod, got {other:?}"),
+    }
+}
+
+pub fn rv(object: &Object) -> u64 {
+    object
+        .meta()
+        .resource_version
+        .parse()
+        .expect("resourceVersion is a decimal integer")
 }
