@@ -105,6 +105,9 @@ pub struct TestCluster {
     /// dropped: they stop their pods and remove their cgroups then, where a killed agent
     /// would leave its pods running.
     pub process_agents: Vec<String>,
+    /// What agents get as `--server` instead of [`TestCluster::server`] (several replicas'
+    /// addresses), when set.
+    pub agent_servers: Option<String>,
 }
 
 impl Drop for TestCluster {
@@ -135,6 +138,7 @@ impl TestCluster {
             agents: Vec::new(),
             security,
             process_agents: Vec::new(),
+            agent_servers: None,
         };
         cluster.start_scheduler();
         cluster
@@ -246,8 +250,9 @@ impl TestCluster {
         if let Some(ca) = &self.security.ca {
             command.arg("--ca").arg(ca);
         }
+        let server = self.agent_servers.clone().unwrap_or_else(|| self.server());
         let child = command
-            .args(["--server", &self.server(), "--node-name", name])
+            .args(["--server", &server, "--node-name", name])
             .args(["--heartbeat-interval", "1s"])
             .args(args)
             .env_remove("BERTH_TOKEN")

@@ -25,7 +25,8 @@ use crate::runtime::cgroup::CgroupMode;
 )]
 pub struct Args {
     /// Scheduler address: `http://host:port`, `https://host:port`, or `host:port` (https
-    /// when --ca is given).
+    /// when --ca is given); several replicas' addresses separated by commas, to move to the
+    /// next when one goes away.
     #[arg(long, env = "BERTH_SERVER", default_value = "http://127.0.0.1:7070")]
     pub server: String,
 

@@ -1,6 +1,7 @@
 //! The gRPC edge to the scheduler: registration, the long-lived session stream (heartbeats
 //! with node conditions, pod status, usage and events up; pods to start and stop and log
-//! requests down), and reconnecting with back-off. The only module that touches `pb` types
+//! requests down), and reconnecting with back-off — to the next of several replicas'
+//! addresses, round robin, when one goes away. The only module that touches `pb` types
 //! besides [`crate::logs`]; everything behind it works on the object model.
 
 use std::collections::HashMap;
@@ -40,6 +41,9 @@ pub const NODES_PER_CONNECTION: usize = 100;
 const BACKOFF_INITIAL: Duration = Duration::from_millis(500);
 /// Longest delay between reconnects.
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// Pause before trying the next replica when the last one failed: the back-off starts only
+/// once every replica was tried.
+const FAILOVER_DELAY: Duration = Duration::from_millis(100);
 /// How long to wait for a TCP connection to the scheduler.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// HTTP/2 pings find a dead connection even when nothing is being sent.
@@ -70,6 +74,20 @@ pub fn endpoint(addr: &str) -> Result<Endpoint> {
         .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
         .keep_alive_timeout(KEEPALIVE_TIMEOUT)
         .keep_alive_while_idle(true))
+}
+
+/// The endpoints for a `--server` value naming one address or several replicas' addresses
+/// separated by commas, each as [`secure_endpoint`] makes it.
+pub fn secure_endpoints(addrs: &str, ca: Option<&Certificate>) -> Result<Vec<Endpoint>> {
+    let addrs: Vec<&str> = addrs
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .collect();
+    if addrs.is_empty() {
+        return secure_endpoint("", ca).map(|e| vec![e]);
+    }
+    addrs.into_iter().map(|a| secure_endpoint(a, ca)).collect()
 }
 
 /// The endpoint for a `--server` value and an optional `--ca`: an address without a scheme
@@ -135,14 +153,43 @@ enum SessionEnd {
     ClosedByServer,
 }
 
-/// How an agent reaches the scheduler: a connection of its own per session, or a channel
-/// shared with other simulated nodes of the same process.
+/// How an agent reaches the scheduler's replicas (one entry per address): a connection of
+/// its own per session, or channels shared with other simulated nodes of the same process.
 #[derive(Clone, Debug)]
 pub enum Connector {
     /// Connect anew for every session.
-    Endpoint(Box<Endpoint>),
-    /// A shared, lazily connected channel.
-    Shared(Channel),
+    Endpoint(Vec<Endpoint>),
+    /// Shared, lazily connected channels.
+    Shared(Vec<Channel>),
+}
+
+impl Connector {
+    /// How many addresses there are to choose from.
+    fn len(&self) -> usize {
+        match self {
+            Connector::Endpoint(e) => e.len(),
+            Connector::Shared(c) => c.len(),
+        }
+    }
+
+    /// The address of entry `i`, for logs.
+    fn uri(&self, i: usize) -> String {
+        match self {
+            Connector::Endpoint(e) => e[i].uri().to_string(),
+            Connector::Shared(_) => format!("replica #{}", i + 1),
+        }
+    }
+
+    /// A channel to entry `i`.
+    async fn channel(&self, i: usize) -> Result<Channel> {
+        match self {
+            Connector::Endpoint(e) => e[i].connect().await.map_err(|source| Error::Connect {
+                server: e[i].uri().to_string(),
+                source,
+            }),
+            Connector::Shared(c) => Ok(c[i].clone()),
+        }
+    }
 }
 
 /// An open session: the queue of messages to the scheduler and the stream of its messages.
@@ -167,6 +214,8 @@ pub struct Agent {
     node: NodeConfig,
     server: String,
     connector: Connector,
+    /// The connector's entry in use: moves to the next when a session fails or ends.
+    current: std::sync::atomic::AtomicUsize,
     runtime: Arc<dyn Runtime>,
     heartbeat_interval: Duration,
     /// When the agent started reporting Ready, for the condition's `lastTransitionTime`.
@@ -198,6 +247,7 @@ impl Agent {
             node,
             server,
             connector,
+            current: std::sync::atomic::AtomicUsize::new(0),
             runtime,
             heartbeat_interval,
             ready_since: Time::now(),
@@ -232,12 +282,17 @@ impl Agent {
         request
     }
 
-    /// Registers and serves sessions until `shutdown` fires, reconnecting with back-off
-    /// whenever registration or the stream fails or ends. Pods keep running across
-    /// reconnects; each new session starts with a Hello that lists them.
+    /// Registers and serves sessions until `shutdown` fires, reconnecting whenever
+    /// registration or the stream fails or ends: to the next replica's address (round
+    /// robin) after a short pause, with back-off once every address was tried. Pods keep
+    /// running across reconnects; each new session starts with a Hello that lists them, and
+    /// the scheduler (any replica) resumes from it without restarting them.
     #[instrument(skip_all, fields(node = %self.node.name, server = %self.server))]
     pub async fn run(&self, shutdown: &CancellationToken) -> Result<()> {
         let mut backoff = Backoff::new(BACKOFF_INITIAL, BACKOFF_MAX);
+        let replicas = self.connector.len();
+        // Addresses left to try before backing off.
+        let mut untried = replicas - 1;
         loop {
             let opened = tokio::select! {
                 _ = shutdown.cancelled() => return Ok(()),
@@ -259,10 +314,23 @@ impl Agent {
                     // a new incident, not a continuation of the last one.
                     if started.elapsed() >= healthy_after {
                         backoff.reset();
+                        untried = replicas - 1;
                     }
                 }
             }
-            let delay = backoff.next_delay();
+            if replicas > 1 {
+                self.current.store(
+                    (self.current.load(std::sync::atomic::Ordering::Relaxed) + 1) % replicas,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+            }
+            let delay = if untried > 0 {
+                untried -= 1;
+                FAILOVER_DELAY
+            } else {
+                untried = replicas - 1;
+                backoff.next_delay()
+            };
             debug!(delay = ?delay, "waiting before reconnecting");
             tokio::select! {
                 _ = shutdown.cancelled() => return Ok(()),
@@ -273,15 +341,9 @@ impl Agent {
 
     /// Connects, registers the node and opens the session stream, which starts with Hello.
     async fn open(&self) -> Result<Session> {
-        let channel: Channel = match &self.connector {
-            Connector::Endpoint(endpoint) => {
-                endpoint.connect().await.map_err(|source| Error::Connect {
-                    server: self.server.clone(),
-                    source,
-                })?
-            }
-            Connector::Shared(channel) => channel.clone(),
-        };
+        let current = self.current.load(std::sync::atomic::Ordering::Relaxed);
+        debug!(replica = %self.connector.uri(current), "connecting");
+        let channel = self.connector.channel(current).await?;
         let mut client = AgentClient::new(channel);
         let mut node = self.node.to_node(Time::now(), self.ready_since);
         node.status.conditions = self.conditions();
@@ -320,7 +382,7 @@ impl Agent {
                 source,
             })?
             .into_inner();
-        info!(running = running.len(), "session open");
+        info!(running = running.len(), replica = %self.connector.uri(current), "session open");
         Ok(Session {
             outbox,
             inbound,
@@ -754,6 +816,46 @@ mod tests {
         for case in cases {
             let got = endpoint(case.addr).ok().map(|e| e.uri().to_string());
             assert_eq!(got.as_deref(), case.want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn replica_addresses() {
+        struct Case {
+            name: &'static str,
+            addrs: &'static str,
+            want: Option<Vec<&'static str>>,
+        }
+        let cases = [
+            Case {
+                name: "one",
+                addrs: "127.0.0.1:7070",
+                want: Some(vec!["http://127.0.0.1:7070/"]),
+            },
+            Case {
+                name: "several, spaces and empty entries ignored",
+                addrs: "127.0.0.1:7070, https://s:443,,",
+                want: Some(vec!["http://127.0.0.1:7070/", "https://s:443/"]),
+            },
+            Case {
+                name: "one bad address refuses all",
+                addrs: "127.0.0.1:7070,not an address",
+                want: None,
+            },
+            Case {
+                name: "nothing",
+                addrs: " , ",
+                want: None,
+            },
+        ];
+        for case in cases {
+            let got = secure_endpoints(case.addrs, None)
+                .ok()
+                .map(|es| es.iter().map(|e| e.uri().to_string()).collect::<Vec<_>>());
+            let want = case
+                .want
+                .map(|w| w.into_iter().map(String::from).collect::<Vec<_>>());
+            assert_eq!(got, want, "{}", case.name);
         }
     }
 }

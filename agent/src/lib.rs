@@ -76,14 +76,15 @@ pub async fn run(args: Args, shutdown: CancellationToken) -> Result<()> {
     if args.count > 1 && args.runtime != RuntimeKind::Sim {
         return Err(Error::CountNeedsSim { count: args.count });
     }
-    let endpoint = client::secure_endpoint(&args.server, args.ca.as_ref())?;
+    let endpoints = client::secure_endpoints(&args.server, args.ca.as_ref())?;
     let names = node_names(&args);
     let mut first = args.clone();
     first.node_name = names[0].clone();
-    let base = NodeConfig::from_args(&first, endpoint.uri()).await?;
-    let shared: Vec<tonic::transport::Channel> = if names.len() > 1 {
+    let base = NodeConfig::from_args(&first, endpoints[0].uri()).await?;
+    // Per group of nodes, a lazily connected channel to each replica.
+    let shared: Vec<Vec<tonic::transport::Channel>> = if names.len() > 1 {
         (0..names.len().div_ceil(NODES_PER_CONNECTION))
-            .map(|_| endpoint.connect_lazy())
+            .map(|_| endpoints.iter().map(|e| e.connect_lazy()).collect())
             .collect()
     } else {
         Vec::new()
@@ -148,8 +149,8 @@ pub async fn run(args: Args, shutdown: CancellationToken) -> Result<()> {
         );
         tasks.spawn(housekeeping.run(shutdown.clone()).in_current_span());
         let connector = match shared.get(i / NODES_PER_CONNECTION) {
-            Some(channel) => Connector::Shared(channel.clone()),
-            None => Connector::Endpoint(Box::new(endpoint.clone())),
+            Some(channels) => Connector::Shared(channels.clone()),
+            None => Connector::Endpoint(endpoints.clone()),
         };
         let agent = client::Agent::new(
             node,

@@ -1,6 +1,8 @@
 //! The CLI's connection to the scheduler's `Berth` service: connecting (TLS with a given CA,
 //! a bearer token on every call) with a clear error when nothing listens, and the verbs
-//! (apply, get, list, delete) in terms of model objects.
+//! (apply, get, list, delete) in terms of model objects. Given several replicas' addresses,
+//! it connects to the first that answers and, when that one goes away, moves round robin to
+//! the next, retrying the calls that are safe to repeat.
 
 use std::time::Duration;
 
@@ -20,6 +22,12 @@ use crate::config::{normalize_server, Target};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest response accepted: a list of many thousands of pods is several megabytes.
 const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
+/// How many times a call that is safe to repeat is retried after the server went away.
+const RETRIES: u32 = 8;
+/// First pause before a retry; it doubles up to [`RETRY_MAX_DELAY`].
+const RETRY_FIRST_DELAY: Duration = Duration::from_millis(50);
+/// Longest pause between retries.
+const RETRY_MAX_DELAY: Duration = Duration::from_secs(1);
 
 /// Why a call to the scheduler failed.
 #[derive(Debug, thiserror::Error)]
@@ -177,8 +185,45 @@ fn plain_target(server: &str) -> Target {
 
 /// Opens a channel to the target — over TLS trusting its CA when the address is `https` —
 /// and the interceptor that sends its token with every call. Every generated client of the
-/// CLI (Berth, Telemetry) is built on it.
+/// CLI (Berth, Telemetry) is built on it. Of several addresses, the first that answers is
+/// used.
 pub async fn connect_channel(target: &Target) -> Result<(Channel, BearerToken), ClientError> {
+    let (channel, interceptor, _) = connect_from(target, 0).await?;
+    Ok((channel, interceptor))
+}
+
+/// Connects to the first of the target's addresses that answers, trying them in order from
+/// the one at `start` (wrapping around): the channel, the interceptor and the index of the
+/// address used. A bad address, CA or token fails at once; when no address answers, the
+/// error names them all.
+async fn connect_from(
+    target: &Target,
+    start: usize,
+) -> Result<(Channel, BearerToken, usize), ClientError> {
+    let servers = target.servers();
+    if servers.len() <= 1 {
+        let (channel, interceptor) = connect_one(target).await?;
+        return Ok((channel, interceptor, 0));
+    }
+    let mut last_reason = String::new();
+    for i in (0..servers.len()).map(|k| (start + k) % servers.len()) {
+        match connect_one(&target.at(servers[i])).await {
+            Ok((channel, interceptor)) => return Ok((channel, interceptor, i)),
+            Err(ClientError::Unreachable { server, reason }) => {
+                tracing::debug!(%server, %reason, "replica unreachable; trying the next");
+                last_reason = reason;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(ClientError::Unreachable {
+        server: servers.join(", "),
+        reason: last_reason,
+    })
+}
+
+/// [`connect_channel`] for a target of one address.
+async fn connect_one(target: &Target) -> Result<(Channel, BearerToken), ClientError> {
     let server = target.server.as_str();
     let url = normalize_server(server);
     let interceptor = BearerToken::new(target.token.as_deref())?;
@@ -216,10 +261,22 @@ pub async fn connect_channel(target: &Target) -> Result<(Channel, BearerToken), 
 
 /// [`connect_to`], with the typed error.
 async fn try_connect(target: &Target) -> Result<Api, ClientError> {
-    let (channel, interceptor) = connect_channel(target).await?;
-    Ok(BerthClient::with_interceptor(channel, interceptor)
+    Ok(try_connect_from(target, 0).await?.0)
+}
+
+/// [`connect_from`], as the `Berth` client.
+async fn try_connect_from(target: &Target, start: usize) -> Result<(Api, usize), ClientError> {
+    let (channel, interceptor, used) = connect_from(target, start).await?;
+    let api = BerthClient::with_interceptor(channel, interceptor)
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES))
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    Ok((api, used))
+}
+
+/// Whether a call that failed this way may succeed on another replica: the server went
+/// away (or never answered), as opposed to refusing the request.
+fn is_retryable(status: &Status) -> bool {
+    status.code() == Code::Unavailable
 }
 
 /// What the server did with one applied object.
@@ -241,7 +298,12 @@ pub struct Applied {
 #[derive(Clone, Debug)]
 pub struct Client {
     inner: Api,
+    /// The address in use.
     server: String,
+    /// Every address, with the credentials, to fail over.
+    target: Target,
+    /// The index of `server` among the target's addresses.
+    current: usize,
 }
 
 impl Client {
@@ -252,15 +314,71 @@ impl Client {
 
     /// Connects to a target; see [`connect_to`].
     pub async fn connect_to(target: &Target) -> Result<Self, ClientError> {
-        Ok(Client {
-            inner: try_connect(target).await?,
+        let target = Target {
             server: normalize_server(&target.server),
+            ..target.clone()
+        };
+        let (inner, current) = try_connect_from(&target, 0).await?;
+        Ok(Client {
+            inner,
+            server: target.servers()[current].to_string(),
+            target,
+            current,
         })
     }
 
-    /// The server's address.
+    /// The address of the server in use (one of the replicas').
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// Makes a call, and, when `retry` says it is safe to repeat and the server went away,
+    /// repeats it on the next replica that answers (the same one when there is only one),
+    /// pausing a little longer each time, up to [`RETRIES`] times.
+    async fn call<R, T, F, Fut>(
+        &mut self,
+        request: R,
+        retry: bool,
+        call: F,
+    ) -> Result<T, ClientError>
+    where
+        R: Clone,
+        F: Fn(Api, R) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        let mut delay = RETRY_FIRST_DELAY;
+        let mut retries = 0;
+        loop {
+            let reply = call(self.inner.clone(), request.clone()).await;
+            match reply {
+                Err(status) if retry && retries < RETRIES && is_retryable(&status) => {
+                    retries += 1;
+                    tracing::debug!(server = %self.server, error = %status.message(), retries, "server unavailable; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(RETRY_MAX_DELAY);
+                    self.fail_over().await;
+                }
+                reply => return Client::reply(&self.server, reply),
+            }
+        }
+    }
+
+    /// Connects to the next replica that answers, from the one after the current; when
+    /// none does, keeps the current channel (which reconnects on its own).
+    async fn fail_over(&mut self) {
+        let count = self.target.servers().len();
+        if count <= 1 {
+            return;
+        }
+        match try_connect_from(&self.target, (self.current + 1) % count).await {
+            Ok((inner, current)) => {
+                self.inner = inner;
+                self.current = current;
+                self.server = self.target.servers()[current].to_string();
+                tracing::debug!(server = %self.server, "moved to another replica");
+            }
+            Err(e) => tracing::debug!(error = %e, "no replica answers yet"),
+        }
     }
 
     /// The reply of a call, or its refusal as a [`ClientError`]: an unavailable server is
@@ -297,19 +415,25 @@ impl Client {
             objects: objects.iter().map(object_to_pb).collect(),
             dry_run,
         };
-        Client::reply(&self.server, self.inner.apply(request).await)?
-            .results
-            .into_iter()
-            .map(|r| {
-                Ok(Applied {
-                    kind: kind_from_pb(r.kind)?,
-                    namespace: r.namespace,
-                    name: r.name,
-                    action: r.action,
-                    resource_version: r.resource_version,
-                })
+        // Applying the same named objects again is harmless; an object named by
+        // generateName would be created twice.
+        let repeatable = objects.iter().all(|o| !o.meta().name.is_empty());
+        self.call(request, repeatable, |mut api, r| async move {
+            api.apply(r).await
+        })
+        .await?
+        .results
+        .into_iter()
+        .map(|r| {
+            Ok(Applied {
+                kind: kind_from_pb(r.kind)?,
+                namespace: r.namespace,
+                name: r.name,
+                action: r.action,
+                resource_version: r.resource_version,
             })
-            .collect()
+        })
+        .collect()
     }
 
     /// Reads one object.
@@ -324,7 +448,9 @@ impl Client {
             namespace: scoped_namespace(kind, namespace),
             name: name.to_string(),
         };
-        let object = Client::reply(&self.server, self.inner.get(request).await)?;
+        let object = self
+            .call(request, true, |mut api, r| async move { api.get(r).await })
+            .await?;
         Ok(object_from_pb(&object)?)
     }
 
@@ -367,7 +493,9 @@ impl Client {
             label_selector: label_selector.to_string(),
             node_name: node_name.to_string(),
         };
-        let reply = Client::reply(&self.server, self.inner.list(request).await)?;
+        let reply = self
+            .call(request, true, |mut api, r| async move { api.list(r).await })
+            .await?;
         let objects = reply
             .objects
             .iter()
@@ -389,7 +517,13 @@ impl Client {
             namespace: scoped_namespace(kind, namespace),
             resource_version: resource_version.to_string(),
         };
-        let stream = Client::reply(&self.server, self.inner.watch(request).await)?;
+        let stream = self
+            .call(
+                request,
+                true,
+                |mut api, r| async move { api.watch(r).await },
+            )
+            .await?;
         Ok(Watch {
             stream,
             server: self.server.clone(),
@@ -428,11 +562,17 @@ impl Client {
             name: name.to_string(),
             resource_version: resource_version.to_string(),
         };
-        Client::reply(&self.server, self.inner.delete(request).await)?
-            .object
-            .map(|o| object_from_pb(&o))
-            .transpose()
-            .map_err(ClientError::from)
+        // Not repeated: after a lost reply the object may be gone already.
+        self.call(
+            request,
+            false,
+            |mut api, r| async move { api.delete(r).await },
+        )
+        .await?
+        .object
+        .map(|o| object_from_pb(&o))
+        .transpose()
+        .map_err(ClientError::from)
     }
 }
 
@@ -520,6 +660,22 @@ mod tests {
             .expect_err("nothing listens");
         let want = format!(
             "cannot reach the Berth scheduler at http://{addr}: connection refused. Is `berth dev` running?"
+        );
+        assert_eq!(err.to_string(), want);
+    }
+
+    #[tokio::test]
+    async fn no_replica_answering_names_them_all() {
+        let closed = || {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            listener.local_addr().expect("addr")
+        };
+        let (a, b) = (closed(), closed());
+        let err = try_connect(&plain_target(&format!("{a},{b}")))
+            .await
+            .expect_err("nothing listens");
+        let want = format!(
+            "cannot reach the Berth scheduler at http://{a}, http://{b}: connection refused. Is `berth dev` running?"
         );
         assert_eq!(err.to_string(), want);
     }

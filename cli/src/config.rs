@@ -36,12 +36,28 @@ pub struct ClientConfig {
 /// Where and how to reach the scheduler, once flags, environment and file are merged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
-    /// The address, with its scheme (`https://` when a CA is set and none was written).
+    /// The address, with its scheme (`https://` when a CA is set and none was written); a
+    /// comma-separated list when several replicas serve the API.
     pub server: String,
     /// Bearer token, if any.
     pub token: Option<String>,
     /// CA file, if any.
     pub ca: Option<PathBuf>,
+}
+
+impl Target {
+    /// The replicas' addresses, in the order written.
+    pub fn servers(&self) -> Vec<&str> {
+        split_servers(&self.server).collect()
+    }
+
+    /// The same credentials, for the one address `server`.
+    pub fn at(&self, server: &str) -> Target {
+        Target {
+            server: server.to_string(),
+            ..self.clone()
+        }
+    }
 }
 
 /// Failure to read or write the client config file.
@@ -157,14 +173,30 @@ pub fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
-/// Adds `http://` to an address written as `host:port`.
+/// Adds `http://` to an address written as `host:port`; in a comma-separated list of
+/// replicas' addresses (`host:7070,host:7071`), to each, dropping empty entries.
 pub fn normalize_server(server: &str) -> String {
-    let server = server.trim();
-    if server.contains("://") {
-        server.to_string()
-    } else {
-        format!("http://{server}")
-    }
+    with_scheme(server, "http")
+}
+
+/// Each address of a comma-separated list, trimmed, with `scheme://` added where none is
+/// written; the list joined again with commas.
+fn with_scheme(servers: &str, scheme: &str) -> String {
+    split_servers(servers)
+        .map(|s| {
+            if s.contains("://") {
+                s.to_string()
+            } else {
+                format!("{scheme}://{s}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The addresses of a comma-separated list, trimmed, without empty entries.
+fn split_servers(servers: &str) -> impl Iterator<Item = &str> {
+    servers.split(',').map(str::trim).filter(|s| !s.is_empty())
 }
 
 /// The server to talk to: `flag` (the `--server` flag, or `BERTH_SERVER` which clap folds
@@ -206,8 +238,8 @@ fn choose_target(
         .filter(|s| !blank(s))
         .or(file.server.as_deref().filter(|s| !blank(s)));
     let server = match (server, &ca) {
-        (Some(s), Some(_)) if !s.contains("://") => format!("https://{}", s.trim()),
-        (Some(s), _) => normalize_server(s),
+        (Some(s), Some(_)) => with_scheme(s, "https"),
+        (Some(s), None) => normalize_server(s),
         (None, _) => DEFAULT_SERVER.to_string(),
     };
     let token = token
@@ -266,6 +298,12 @@ mod tests {
                 flag: Some("https://berth.example:443"),
                 file: None,
                 want: "https://berth.example:443",
+            },
+            Case {
+                name: "replicas",
+                flag: Some("127.0.0.1:7070, http://127.0.0.1:7071,,"),
+                file: None,
+                want: "http://127.0.0.1:7070,http://127.0.0.1:7071",
             },
             Case {
                 name: "blank file entry",
@@ -344,6 +382,18 @@ mod tests {
                 ca: Some("/etc/berth/ca.pem"),
                 file: ClientConfig::default(),
                 want: target("https://10.0.0.1:7070", None, Some("/etc/berth/ca.pem")),
+            },
+            Case {
+                name: "a CA makes each bare replica address https",
+                server: Some("10.0.0.1:7070,http://10.0.0.2:7070"),
+                token: None,
+                ca: Some("/etc/berth/ca.pem"),
+                file: ClientConfig::default(),
+                want: target(
+                    "https://10.0.0.1:7070,http://10.0.0.2:7070",
+                    None,
+                    Some("/etc/berth/ca.pem"),
+                ),
             },
             Case {
                 name: "an explicit scheme is kept",

@@ -56,7 +56,9 @@ pub struct Cli {
 /// Flags accepted before or after any verb.
 #[derive(Args, Debug, Clone, Default)]
 pub struct GlobalArgs {
-    /// Address of the Berth scheduler (`http://host:port` or `host:port`). Default: the
+    /// Address of the Berth scheduler (`http://host:port` or `host:port`), or several
+    /// replicas' addresses separated by commas: the CLI uses the first that answers and
+    /// moves to the next when one goes away. Default: the
     /// `server` in $BERTH_CONFIG or ~/.berth/config (written by `berth dev`), else
     /// http://127.0.0.1:7070.
     #[arg(long, global = true, env = config::SERVER_ENV, value_name = "ADDRESS")]
