@@ -23,6 +23,8 @@ const MAX_REMEMBERED: usize = 100_000;
 pub struct EventRecorder {
     writer: Writer,
     component: &'static str,
+    /// `reportingInstance` of its events (empty: none).
+    instance: String,
     seen: Arc<Mutex<HashMap<(String, String, String), Event>>>,
 }
 
@@ -32,8 +34,16 @@ impl EventRecorder {
         EventRecorder {
             writer,
             component,
+            instance: String::new(),
             seen: Arc::default(),
         }
+    }
+
+    /// The same recorder, naming `instance` (a replica's identity) as the events'
+    /// `reportingInstance`.
+    pub fn with_instance(mut self, instance: &str) -> Self {
+        self.instance = instance.to_string();
+        self
     }
 
     /// Records an event about `object`.
@@ -45,9 +55,11 @@ impl EventRecorder {
             if seen.len() >= MAX_REMEMBERED {
                 seen.clear();
             }
-            let event = seen
-                .entry(dedupe_key)
-                .or_insert_with(|| new_event(object, type_, reason, message, self.component, now));
+            let event = seen.entry(dedupe_key).or_insert_with(|| {
+                let mut event = new_event(object, type_, reason, message, self.component, now);
+                event.reporting_instance = self.instance.clone();
+                event
+            });
             event.count += 1;
             event.last_timestamp = Some(now);
             event.clone()
@@ -95,6 +107,7 @@ pub fn new_event(
         first_timestamp: Some(now),
         last_timestamp: None,
         reporting_component: component.to_string(),
+        reporting_instance: String::new(),
         source: None,
     }
 }

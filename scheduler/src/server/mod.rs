@@ -8,6 +8,7 @@
 //! - [`binding`]: what binding a pod means, and the `Bind` RPC for other schedulers.
 //! - [`agents`]: the `Agent` service and the dispatcher that routes pods to node sessions.
 //! - [`scheduling`]: the scheduling loop (snapshot, queue, cycle, assume, bind).
+//! - [`leadership`]: leader election among replicas; the leader-only loops, fenced.
 //! - [`writer`]: group-committed writes for binds, statuses and events.
 //! - [`metrics`]: the Prometheus endpoint, and Berth's API, store and agent metrics.
 //! - [`informer`]: the watch-loop runtime: list, follow the changes, re-list after falling
@@ -32,6 +33,7 @@ pub mod events;
 pub mod eviction;
 pub mod http;
 pub mod informer;
+pub mod leadership;
 pub mod metrics;
 pub mod node_lifecycle;
 pub mod quota;
@@ -47,7 +49,7 @@ use std::sync::Arc;
 
 use berth_proto::model::Kind;
 use berth_proto::pb;
-use berth_store::{Backend, ObjectStore};
+use berth_store::{Backend, ElectionConfig, ObjectStore};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
@@ -110,6 +112,46 @@ pub struct Args {
     /// for a viewer or admin token); off when left out.
     #[arg(long, env = "BERTH_WEB_LISTEN")]
     pub web_listen: Option<SocketAddr>,
+    /// Elect a leader among the replicas sharing the store before running the scheduling
+    /// loop and the controllers, so that only one replica does (kube-scheduler's flag and
+    /// default). On the embedded store one process owns the folder, so it leads at once.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub leader_elect: bool,
+    /// How long a standby waits, after the leader last renewed its lease, before it may
+    /// take over.
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    pub leader_elect_lease_duration: std::time::Duration,
+    /// How long the leader keeps trying to renew its lease before it stops leading.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub leader_elect_renew_deadline: std::time::Duration,
+    /// How often the leader renews and a standby tries to take over.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub leader_elect_retry_period: std::time::Duration,
+}
+
+impl Args {
+    /// The election's timing, checked as kube-scheduler checks it: the lease outlasts the
+    /// renew deadline, which outlasts 1.2 retry periods (the retry's jitter).
+    pub fn election(&self) -> Result<ElectionConfig, ServeError> {
+        let config = ElectionConfig {
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+        };
+        if config.lease_duration <= config.renew_deadline {
+            return Err(ServeError::Flags(format!(
+                "--leader-elect-lease-duration ({:?}) must be greater than --leader-elect-renew-deadline ({:?})",
+                config.lease_duration, config.renew_deadline
+            )));
+        }
+        if config.renew_deadline.as_secs_f64() <= 1.2 * config.retry_period.as_secs_f64() {
+            return Err(ServeError::Flags(format!(
+                "--leader-elect-renew-deadline ({:?}) must be greater than 1.2 × --leader-elect-retry-period ({:?})",
+                config.renew_deadline, config.retry_period
+            )));
+        }
+        Ok(config)
+    }
 }
 
 /// A `--store` URL that [`berth_store::EtcdConfig::from_url`] accepts.
@@ -172,6 +214,9 @@ pub enum ServeError {
     /// The metrics recorder could not be installed.
     #[error("{0}")]
     Metrics(#[from] metrics::MetricsError),
+    /// Flags that contradict each other.
+    #[error("{0}")]
+    Flags(String),
 }
 
 /// A scheduler serving on a loopback port inside this process, for tests and benchmarks.
@@ -224,6 +269,7 @@ pub async fn run(
         args.tls_key.as_deref(),
     )?;
     let server = security.server_builder()?;
+    let election = args.election()?;
     let profiles = match &args.config {
         Some(path) => Profiles::from_file(path).map_err(|source| ServeError::Config {
             path: path.clone(),
@@ -249,51 +295,50 @@ pub async fn run(
     let store: Arc<dyn ObjectStore> = backend.store();
     info!(store = ?backend, revision = store.revision(), "store opened");
 
-    let (failures_tx, failures_rx) = tokio::sync::mpsc::unbounded_channel();
-    let (writer, writer_task) = writer::Writer::spawn(store.clone(), failures_tx);
-    let recorder = events::EventRecorder::new(writer.clone(), "default-scheduler");
-    let seed = args.seed.unwrap_or_else(rand::random);
-    let scheduling = scheduling::SchedulingLoop::new(
-        store.clone(),
-        writer.clone(),
-        failures_rx,
-        recorder,
-        profiles,
-        seed,
-    );
-    let (scheduling, explainer) = scheduling.with_explainer();
-    let loop_thread = scheduling.spawn(shutdown.clone());
     let admission_config = admission::AdmissionConfig {
         not_ready_toleration_seconds: args.default_not_ready_toleration_seconds,
         unreachable_toleration_seconds: args.default_unreachable_toleration_seconds,
     };
-    let controllers_thread =
-        crate::controllers::ControllerManager::new(store.clone(), writer.clone())
-            .with_admission(admission_config)
-            .spawn(shutdown.clone());
     let node_health = Arc::new(node_lifecycle::NodeHealth::new());
-    let lifecycle = node_lifecycle::NodeLifecycleController::new(
-        store.clone(),
-        node_health.clone(),
-        node_lifecycle::LifecycleConfig {
+    let explain = scheduling::ExplainRelay::new();
+    let leader = leadership::LeaderConfig {
+        profiles,
+        seed: args.seed.unwrap_or_else(rand::random),
+        admission: admission_config,
+        lifecycle: node_lifecycle::LifecycleConfig {
             monitor_period: args.node_monitor_period,
             grace_period: args.node_monitor_grace_period,
             eviction_rate: args.node_eviction_rate,
         },
-        events::EventRecorder::new(writer.clone(), node_lifecycle::COMPONENT),
-    );
-    let lifecycle_thread = informer::spawn("node-lifecycle", {
+        health: node_health.clone(),
+        explain: explain.clone(),
+        identity: leadership::identity(),
+    };
+    // The scheduling loop and the controllers run while this replica leads (always, without
+    // an election), their writes fenced on the leadership.
+    let leader_task = if args.leader_elect {
+        // On sled one process owns the folder: its in-process elector grants leadership at
+        // once. On etcd the election key is held on a lease.
+        let elector = backend.elector(election);
+        info!(identity = %leader.identity, lease_duration = ?election.lease_duration, renew_deadline = ?election.renew_deadline, retry_period = ?election.retry_period, "leader election on");
+        tokio::spawn(leadership::run(
+            elector,
+            store.clone(),
+            leader,
+            shutdown.clone(),
+        ))
+    } else {
+        let loops = leadership::LeaderLoops::start(store.clone(), &leader, &shutdown);
         let shutdown = shutdown.clone();
-        move || node_lifecycle::run(lifecycle, shutdown)
-    });
-    let taint_eviction = taint_eviction::TaintEvictionController::new(
-        store.clone(),
-        events::EventRecorder::new(writer.clone(), taint_eviction::COMPONENT),
-    );
-    let taint_eviction_thread = informer::spawn("taint-eviction", {
-        let shutdown = shutdown.clone();
-        move || taint_eviction::run(taint_eviction, shutdown)
-    });
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            loops.stop().await;
+        })
+    };
+    // Writes on the agents' behalf (their events, as kubelet records its own) are not the
+    // leader's: any replica makes them, unfenced.
+    let (failures_tx, _) = tokio::sync::mpsc::unbounded_channel();
+    let (writer, writer_task) = writer::Writer::spawn(store.clone(), failures_tx);
 
     let sessions = Arc::new(agents::Sessions::default());
     // Agents' events are recorded as kubelet records its own.
@@ -392,7 +437,7 @@ pub async fn run(
         .add_service(
             security.protect(pb::telemetry_server::TelemetryServer::new(
                 usage::TelemetryService::new(store.clone(), telemetry, sessions)
-                    .with_explainer(explainer),
+                    .with_explainer(explain.explainer()),
             )),
         )
         .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
@@ -412,15 +457,10 @@ pub async fn run(
         }
         join_loop("web view", web.thread).await;
     }
-    // The loops hold event recorders and the writer: they must end before the writer can.
-    for (name, thread) in [
-        ("scheduling loop", loop_thread),
-        ("agent dispatcher", dispatcher),
-        ("controllers", controllers_thread),
-        ("node lifecycle", lifecycle_thread),
-        ("taint eviction", taint_eviction_thread),
-    ] {
-        join_loop(name, thread).await;
+    // The leader's loops end and drain their own writer; then the agents' writer drains.
+    join_loop("agent dispatcher", dispatcher).await;
+    if let Err(e) = leader_task.await {
+        error!(error = %e, "the leader's loops failed");
     }
     drop(writer);
     if let Err(e) = writer_task.await {

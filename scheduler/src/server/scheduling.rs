@@ -125,6 +125,64 @@ impl Explainer {
     }
 }
 
+/// Explain queries that outlive scheduling loops: a replica's loop runs only while it leads,
+/// so `berth describe`'s questions arrive here and go to the loop of the current term, or
+/// are refused while there is none.
+pub struct ExplainRelay {
+    tx: mpsc::Sender<ExplainQuery>,
+    rx: tokio::sync::Mutex<mpsc::Receiver<ExplainQuery>>,
+}
+
+impl ExplainRelay {
+    /// A relay with no loop behind it yet.
+    pub fn new() -> Arc<Self> {
+        let (tx, rx) = mpsc::channel(16);
+        Arc::new(ExplainRelay {
+            tx,
+            rx: tokio::sync::Mutex::new(rx),
+        })
+    }
+
+    /// The handle to ask through (for the Telemetry service).
+    pub fn explainer(&self) -> Explainer {
+        Explainer {
+            tx: self.tx.clone(),
+        }
+    }
+
+    /// Hands every query to the loop behind `to` until `until` fires.
+    pub async fn forward(&self, to: &Explainer, until: &CancellationToken) {
+        let mut rx = self.rx.lock().await;
+        loop {
+            let query = tokio::select! {
+                _ = until.cancelled() => return,
+                query = rx.recv() => match query { Some(q) => q, None => return },
+            };
+            if let Err(unsent) = to.tx.send(query).await {
+                let _ = unsent
+                    .0
+                    .reply
+                    .send(Err("the scheduling loop has stopped".to_string()));
+                return;
+            }
+        }
+    }
+
+    /// Answers every query with `reason` until `until` fires.
+    pub async fn refuse(&self, reason: &str, until: &CancellationToken) {
+        let mut rx = self.rx.lock().await;
+        loop {
+            tokio::select! {
+                _ = until.cancelled() => return,
+                query = rx.recv() => match query {
+                    Some(q) => { let _ = q.reply.send(Err(reason.to_string())); }
+                    None => return,
+                },
+            }
+        }
+    }
+}
+
 impl SchedulingLoop {
     /// A loop over `store`. Subscribes to changes now, before the initial load, so nothing
     /// written in between is missed.

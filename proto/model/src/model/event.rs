@@ -64,6 +64,9 @@ pub struct Event {
     /// Component that reported it (`default-scheduler`, `berth-agent`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reporting_component: String,
+    /// The instance of the component that reported it (a scheduler replica's identity).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reporting_instance: String,
     /// Accepted and ignored.
     #[serde(default, skip_serializing)]
     pub source: Ignored,
