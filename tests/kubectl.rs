@@ -208,3 +208,51 @@ fn wait_returns_when_the_condition_is_met_and_times_out_with_kubectls_error() {
     assert_eq!(line, "pod/web condition met");
     assert!(deleted.wait().expect("wait exits").success());
 }
+
+#[test]
+fn version_asks_the_server_and_get_all_lists_the_workload_kinds() {
+    let cluster = TestCluster::start();
+    let want = format!("v{}", env!("CARGO_PKG_VERSION"));
+    let out = cluster.berth_ok(&["version"]);
+    assert_eq!(
+        out,
+        format!("Client Version: {want}\nServer Version: {want}\n")
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&cluster.berth_ok(&["version", "-o", "json"])).expect("JSON");
+    assert_eq!(json["serverVersion"]["gitVersion"], want.as_str(), "{json}");
+    // With nothing listening: the client's version, then the error.
+    let port = common::free_port();
+    let down = cluster.berth(&["version", "--server", &format!("127.0.0.1:{port}")]);
+    assert_eq!(down.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&down.stdout),
+        format!("Client Version: {want}\n")
+    );
+    assert!(
+        String::from_utf8_lossy(&down.stderr).contains("cannot reach the Berth scheduler"),
+        "{down:?}"
+    );
+
+    let empty = cluster.berth(&["get", "all"]);
+    assert!(empty.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&empty.stderr),
+        "No resources found in default namespace.\n"
+    );
+    let pod = cluster.manifest("web.yaml", &pod_yaml("web", "100m", "", ""));
+    cluster.berth_ok(&["apply", "-f", &display(&pod)]);
+    let job = cluster.manifest(
+        "job.yaml",
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: pi}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: pi, image: sh}]\n",
+    );
+    cluster.berth_ok(&["apply", "-f", &display(&job)]);
+    let all = cluster.berth_ok(&["get", "all", "-o", "name"]);
+    let names: Vec<&str> = all.lines().collect();
+    assert!(names.contains(&"pod/web"), "{all}");
+    assert_eq!(names.last(), Some(&"job.batch/pi"), "jobs come last: {all}");
+
+    let resources = cluster.berth_ok(&["api-resources", "--namespaced=false", "-o", "name"]);
+    assert!(resources.lines().any(|l| l == "nodes"), "{resources}");
+    assert!(!resources.lines().any(|l| l == "pods"), "{resources}");
+}

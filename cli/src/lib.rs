@@ -108,6 +108,12 @@ pub enum Command {
     Rollout(cmd::rollout::RolloutArgs),
     /// Wait until objects meet a condition, are created or are deleted.
     Wait(cmd::wait::WaitArgs),
+    /// Print the client's and the server's versions.
+    Version(cmd::version::VersionArgs),
+    /// List the resource types the server stores.
+    ApiResources(cmd::api_resources::ApiResourcesArgs),
+    /// Print a shell completion script (bash, zsh or fish).
+    Completion(cmd::completion::CompletionArgs),
     /// Run a local cluster: a scheduler and agents, until Ctrl-C.
     Dev(dev::DevArgs),
     /// Measure scheduling throughput on kube's scheduler_perf workloads.

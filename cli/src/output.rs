@@ -333,10 +333,14 @@ pub enum Format {
 
 /// Renders objects as kubectl does: one object alone, several as a `List`.
 pub fn render_objects(objects: &[Object], single: bool, format: Format) -> String {
-    let value = objects_value(objects, single);
+    render_value(&objects_value(objects, single), format)
+}
+
+/// A JSON value as `-o json` (kubectl's four-space indent) or `-o yaml` prints it.
+pub fn render_value(value: &serde_json::Value, format: Format) -> String {
     match format {
-        Format::Json => pretty_json(&value),
-        Format::Yaml => serde_yaml_ng::to_string(&value).expect("JSON values serialize to YAML"),
+        Format::Json => pretty_json(value),
+        Format::Yaml => serde_yaml_ng::to_string(value).expect("JSON values serialize to YAML"),
     }
 }
 

@@ -39,3 +39,26 @@ pub mod etcd {
 }
 
 pub use berth_model::Quantity;
+
+/// This build's version as Kubernetes' `/version` reports one (`gitVersion` `v0.1.0`,
+/// `platform` `linux/amd64`, in Go's names): what the server answers to `Version` and what
+/// `berth version` prints for the client.
+pub fn build_version() -> pb::VersionResponse {
+    let version = env!("CARGO_PKG_VERSION");
+    let mut parts = version.split('.');
+    let major = parts.next().unwrap_or_default().to_string();
+    let minor = parts.next().unwrap_or_default().to_string();
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        "powerpc64" => "ppc64le",
+        other => other,
+    };
+    pb::VersionResponse {
+        git_version: format!("v{version}"),
+        major,
+        minor,
+        platform: format!("{}/{arch}", std::env::consts::OS),
+    }
+}

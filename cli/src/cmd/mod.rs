@@ -1,7 +1,9 @@
 //! The client verbs, one module each, and what they share: the [`Context`] (flags, output
 //! streams, the connection), resource arguments as kubectl reads them, and error reporting.
 
+pub mod api_resources;
 pub mod apply;
+pub mod completion;
 pub mod cordon;
 pub mod delete;
 pub mod describe;
@@ -16,6 +18,7 @@ pub mod rollout;
 pub mod scale;
 pub mod taint;
 pub mod top;
+pub mod version;
 pub mod wait;
 pub mod watch;
 
@@ -233,6 +236,9 @@ pub async fn run(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<()> 
         Command::Top(args) => top::run(args, ctx).await,
         Command::Rollout(args) => rollout::run(args, ctx).await,
         Command::Wait(args) => wait::run(args, ctx).await,
+        Command::Version(args) => version::run(args, ctx).await,
+        Command::ApiResources(args) => api_resources::run(args, ctx).await,
+        Command::Completion(args) => completion::run(args, ctx).await,
         Command::Dev(_) => bail!("`berth dev` is not a client verb"),
         Command::Bench(_) => bail!("`berth bench` is not a client verb"),
         Command::Sim(_) => bail!("`berth sim` is not a client verb"),
@@ -303,6 +309,16 @@ pub enum Targets {
     Named(Vec<(Kind, String)>),
 }
 
+/// The kinds of kube's `all` category (`get all`) that Berth has, in kubectl's order
+/// (kube's also holds services, statefulsets, horizontalpodautoscalers and cronjobs).
+pub const ALL_CATEGORY: [Kind; 5] = [
+    Kind::Pod,
+    Kind::DaemonSet,
+    Kind::Deployment,
+    Kind::ReplicaSet,
+    Kind::Job,
+];
+
 /// Reads kubectl-style resource arguments: `TYPE[,TYPE...] [NAME...]` or `TYPE/NAME...`.
 pub fn parse_targets(args: &[String]) -> anyhow::Result<Targets> {
     let Some(first) = args.first() else {
@@ -321,11 +337,19 @@ pub fn parse_targets(args: &[String]) -> anyhow::Result<Targets> {
         }
         return Ok(Targets::Named(named));
     }
-    let kinds = first
-        .split(',')
-        .filter(|k| !k.is_empty())
-        .map(parse_kind)
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut kinds = Vec::new();
+    for text in first.split(',').filter(|k| !k.is_empty()) {
+        let named = if text.eq_ignore_ascii_case("all") {
+            ALL_CATEGORY.to_vec()
+        } else {
+            vec![parse_kind(text)?]
+        };
+        for kind in named {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+    }
     let names = args[1..].to_vec();
     if let Some(bad) = names.iter().find(|n| n.contains('/')) {
         bail!("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'berth get resource/<resource_name>' instead of 'berth get resource {bad}')");
@@ -472,6 +496,14 @@ mod parse_tests {
                     (Kind::Pod, "web".into()),
                     (Kind::PriorityClass, "high".into()),
                 ])),
+            },
+            Case {
+                name: "the all category, a kind named twice once",
+                args: &["all,pods,jobs"],
+                want: Ok(Targets::Kinds {
+                    kinds: ALL_CATEGORY.to_vec(),
+                    names: vec![],
+                }),
             },
             Case {
                 name: "unknown type",

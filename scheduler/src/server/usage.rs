@@ -285,6 +285,10 @@ impl pb::telemetry_server::Telemetry for TelemetryService {
         }))
     }
 
+    async fn version(&self, _: Request<pb::VersionRequest>) -> Reply<pb::VersionResponse> {
+        Ok(Response::new(berth_proto::build_version()))
+    }
+
     #[instrument(skip_all)]
     async fn top(&self, req: Request<pb::TopRequest>) -> Result<Response<pb::TopResponse>, Status> {
         let req = req.into_inner();

@@ -150,32 +150,39 @@ impl Kind {
         }
     }
 
+    /// kubectl's short names for the kind's resource (`po`, `deploy`), as `kubectl
+    /// api-resources` lists them; most kinds have none.
+    pub fn short_names(&self) -> &'static [&'static str] {
+        match self {
+            Kind::Pod => &["po"],
+            Kind::Node => &["no"],
+            Kind::PriorityClass => &["pc"],
+            Kind::Event => &["ev"],
+            Kind::Namespace => &["ns"],
+            Kind::PodDisruptionBudget => &["pdb"],
+            Kind::Deployment => &["deploy"],
+            Kind::ReplicaSet => &["rs"],
+            Kind::DaemonSet => &["ds"],
+            Kind::ResourceQuota => &["quota"],
+            Kind::RuntimeClass
+            | Kind::Job
+            | Kind::DeviceClass
+            | Kind::ResourceClaim
+            | Kind::ResourceClaimTemplate
+            | Kind::ResourceSlice => &[],
+        }
+    }
+
     /// Parses a kind as kubectl accepts it on the command line, case-insensitive: the
-    /// singular, the plural, and the short name where kubectl has one (`po`, `no`, `pc`,
-    /// `ev`, `ns`, `pdb`, `deploy`, `rs`, `ds`, `quota`; jobs have none). Group-qualified names
+    /// singular, the plural, or a [short name](Kind::short_names). Group-qualified names
     /// (`deployments.apps`) are the caller's to split.
     pub fn from_cli(s: &str) -> Option<Kind> {
-        match s.to_ascii_lowercase().as_str() {
-            "pod" | "pods" | "po" => Some(Kind::Pod),
-            "node" | "nodes" | "no" => Some(Kind::Node),
-            "priorityclass" | "priorityclasses" | "pc" => Some(Kind::PriorityClass),
-            "event" | "events" | "ev" => Some(Kind::Event),
-            "namespace" | "namespaces" | "ns" => Some(Kind::Namespace),
-            "runtimeclass" | "runtimeclasses" => Some(Kind::RuntimeClass),
-            "poddisruptionbudget" | "poddisruptionbudgets" | "pdb" => {
-                Some(Kind::PodDisruptionBudget)
-            }
-            "deployment" | "deployments" | "deploy" => Some(Kind::Deployment),
-            "replicaset" | "replicasets" | "rs" => Some(Kind::ReplicaSet),
-            "daemonset" | "daemonsets" | "ds" => Some(Kind::DaemonSet),
-            "resourcequota" | "resourcequotas" | "quota" => Some(Kind::ResourceQuota),
-            "job" | "jobs" => Some(Kind::Job),
-            "deviceclass" | "deviceclasses" => Some(Kind::DeviceClass),
-            "resourceclaim" | "resourceclaims" => Some(Kind::ResourceClaim),
-            "resourceclaimtemplate" | "resourceclaimtemplates" => Some(Kind::ResourceClaimTemplate),
-            "resourceslice" | "resourceslices" => Some(Kind::ResourceSlice),
-            _ => None,
-        }
+        let s = s.to_ascii_lowercase();
+        Kind::ALL.into_iter().find(|kind| {
+            kind.as_str().eq_ignore_ascii_case(&s)
+                || kind.plural() == s
+                || kind.short_names().contains(&s.as_str())
+        })
     }
 }
 
