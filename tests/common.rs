@@ -279,6 +279,13 @@ impl TestCluster {
             .expect("running berth")
     }
 
+    /// Runs the CLI against this cluster with extra environment variables (`EDITOR`).
+    pub fn berth_env(&self, env: &[(&str, &str)], args: &[&str]) -> Output {
+        let mut command = self.berth_command(self.security.cli_token.as_deref(), args);
+        command.envs(env.iter().copied());
+        command.output().expect("running berth")
+    }
+
     /// The CLI with `args`, this cluster's address and CA, and `token`; stdin closed.
     fn berth_command(&self, token: Option<&str>, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));

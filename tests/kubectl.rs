@@ -256,3 +256,285 @@ fn version_asks_the_server_and_get_all_lists_the_workload_kinds() {
     assert!(resources.lines().any(|l| l == "nodes"), "{resources}");
     assert!(!resources.lines().any(|l| l == "pods"), "{resources}");
 }
+
+/// A Deployment `web` of `replicas` pods, for create, diff and edit.
+fn web_deployment(replicas: u32) -> String {
+    deployment(replicas, "nginx:1.26")
+}
+
+#[test]
+fn create_diff_edit_and_dry_runs_like_kubectl() {
+    let cluster = TestCluster::start();
+    let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let stdout = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).into_owned();
+
+    // create: kubectl's generators, a taken name refused, dry runs storing nothing.
+    assert_eq!(
+        cluster.berth_ok(&["create", "namespace", "dev"]),
+        "namespace/dev created\n"
+    );
+    let again = cluster.berth(&["create", "ns", "dev"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(stderr(&again), "error: namespaces \"dev\" already exists\n");
+    assert_eq!(
+        cluster.berth_ok(&[
+            "create",
+            "priorityclass",
+            "high",
+            "--value=1000",
+            "--description=web tier"
+        ]),
+        "priorityclass.scheduling.k8s.io/high created\n"
+    );
+    let pc = cluster.berth_ok(&[
+        "get",
+        "pc",
+        "high",
+        "-o",
+        "jsonpath={.value} {.description}",
+    ]);
+    assert_eq!(pc, "1000 web tier");
+    let yaml = cluster.berth_ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.26",
+        "--replicas=2",
+        "--port=80",
+        "--dry-run=client",
+        "-o",
+        "yaml",
+    ]);
+    assert!(
+        yaml.contains("kind: Deployment") && yaml.contains("containerPort: 80"),
+        "{yaml}"
+    );
+    assert_eq!(
+        cluster.berth_ok(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--dry-run=server"
+        ]),
+        "deployment.apps/web created (server dry run)\n"
+    );
+    assert!(
+        !cluster
+            .berth(&["get", "deployment", "web"])
+            .status
+            .success(),
+        "nothing stored"
+    );
+
+    // apply --dry-run=server: admission and validation run, nothing is stored.
+    let pod = cluster.manifest("web.yaml", &pod_yaml("web", "100m", "", ""));
+    assert_eq!(
+        cluster.berth_ok(&["apply", "-f", &display(&pod), "--dry-run=server"]),
+        "pod/web created (server dry run)\n"
+    );
+    assert_eq!(
+        cluster.berth_ok(&["apply", "-f", &display(&pod), "--dry-run"]),
+        "pod/web created (dry run)\n",
+        "--dry-run alone means client, as in kubectl"
+    );
+    let classless = cluster.manifest(
+        "classless.yaml",
+        &pod_yaml("classless", "100m", "", "  priorityClassName: nope\n"),
+    );
+    let refused = cluster.berth(&["apply", "-f", &display(&classless), "--dry-run=server"]);
+    assert_eq!(
+        refused.status.code(),
+        Some(1),
+        "admission runs: {refused:?}"
+    );
+    assert!(stderr(&refused).contains("nope"), "{refused:?}");
+    assert!(
+        !cluster.berth(&["get", "pod", "web"]).status.success(),
+        "nothing stored"
+    );
+
+    // diff: 0 without differences, 1 with (a unified diff of live and merged), 2 on errors.
+    let v2 = cluster.manifest("v2.yaml", &web_deployment(2));
+    let new = cluster.berth(&["diff", "-f", &display(&v2)]);
+    assert_eq!(new.status.code(), Some(1), "{new:?}");
+    assert!(stdout(&new).contains("+  replicas: 2"), "{new:?}");
+    cluster.berth_ok(&["apply", "-f", &display(&v2)]);
+    let same = cluster.berth(&["diff", "-f", &display(&v2)]);
+    assert_eq!(same.status.code(), Some(0), "{same:?}");
+    assert_eq!(stdout(&same), "");
+    let v3 = cluster.manifest("v3.yaml", &web_deployment(3));
+    let changed = cluster.berth(&["diff", "-f", &display(&v3)]);
+    assert_eq!(changed.status.code(), Some(1), "{changed:?}");
+    let text = stdout(&changed);
+    assert!(text.contains("apps.v1.Deployment.default.web"), "{text}");
+    assert!(
+        text.contains("-  replicas: 2\n") && text.contains("+  replicas: 3\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("-  resourceVersion") && !text.contains("+  resourceVersion"),
+        "the version is not a difference: {text}"
+    );
+    assert!(
+        text.contains("+  generation: 2\n"),
+        "a spec change counts: {text}"
+    );
+    let typo = cluster.manifest(
+        "typo.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspex: {}\n",
+    );
+    assert_eq!(
+        cluster
+            .berth(&["diff", "-f", &display(&typo)])
+            .status
+            .code(),
+        Some(2)
+    );
+
+    // edit: an editor script changes the object; no change cancels; an invalid save is
+    // reopened with the error, and saved again unchanged gives up keeping the copy.
+    let editor = |name: &str, script: &str| {
+        let path = cluster.manifest(name, &format!("#!/bin/sh\n{script}\n"));
+        let mut perms = std::fs::metadata(&path).expect("script").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&path, perms).expect("chmod");
+        display(&path)
+    };
+    let four = editor("four.sh", "sed -i 's/replicas: 2/replicas: 4/' \"$1\"");
+    let out = cluster.berth_env(&[("EDITOR", &four)], &["edit", "deployment/web"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stdout(&out), "deployment.apps/web edited\n");
+    let replicas = cluster.berth_ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]);
+    assert_eq!(replicas, "4");
+    let untouched = cluster.berth_env(&[("KUBE_EDITOR", "true")], &["edit", "deploy", "web"]);
+    assert_eq!(stdout(&untouched), "Edit cancelled, no changes made.\n");
+    let bad = editor("bad.sh", "sed -i 's/replicas: 4/replicas: lots/' \"$1\"");
+    let invalid = cluster.berth_env(&[("EDITOR", &bad)], &["edit", "deployment/web"]);
+    assert_eq!(invalid.status.code(), Some(1), "{invalid:?}");
+    let err = stderr(&invalid);
+    assert!(
+        err.starts_with("error: Edit cancelled, no valid changes were saved.\n"),
+        "{err}"
+    );
+    let kept = err
+        .split("stored to \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the kept copy's path");
+    let copy = std::fs::read_to_string(kept).expect("the kept copy");
+    assert!(copy.contains("replicas: lots"), "{copy}");
+    assert!(copy.contains("# Please edit the object below."), "{copy}");
+    assert!(
+        copy.lines()
+            .any(|l| l.starts_with("# ") && l.contains("replicas")),
+        "the error as a comment: {copy}"
+    );
+    let _ = std::fs::remove_file(kept);
+
+    // A change made while the editor is open: the save conflicts and is kept.
+    let racing = editor(
+        "racing.sh",
+        &format!(
+            "\"{}\" scale deployment web --replicas=5 >/dev/null && sed -i 's/replicas: 4/replicas: 6/' \"$1\"",
+            env!("CARGO_BIN_EXE_berth")
+        ),
+    );
+    let conflict = cluster.berth_env(&[("EDITOR", &racing)], &["edit", "deployment/web"]);
+    assert_eq!(conflict.status.code(), Some(1), "{conflict:?}");
+    let err = stderr(&conflict);
+    assert!(
+        err.starts_with("error: deployments.apps \"web\" could not be patched: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("A copy of your changes has been stored to"),
+        "{err}"
+    );
+    if let Some(kept) = err
+        .split("stored to \"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+    {
+        let _ = std::fs::remove_file(kept);
+    }
+    let replicas = cluster.berth_ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]);
+    assert_eq!(replicas, "5", "the other writer's change stands");
+}
+
+#[test]
+fn a_watch_from_a_version_replays_the_changes_after_it_and_an_old_one_expires() {
+    use berth_proto::pb;
+    let cluster = TestCluster::start();
+    let rt = common::runtime();
+    let channel = common::channel(&rt, &cluster);
+    let mut api = common::api(&channel);
+    common::apply_yaml(&rt, &channel, &pod_yaml("a", "100m", "", "")).expect("apply a");
+    let listed = rt
+        .block_on(api.list(pb::ListRequest {
+            kind: pb::Kind::Pod as i32,
+            ..Default::default()
+        }))
+        .expect("list")
+        .into_inner();
+    // Changes after the list, made before the watch is opened.
+    common::apply_yaml(&rt, &channel, &pod_yaml("b", "100m", "", "")).expect("apply b");
+    common::apply_yaml(
+        &rt,
+        &channel,
+        &pod_yaml("a", "100m", "  labels: {x: y}\n", ""),
+    )
+    .expect("label a");
+    let mut watch = rt
+        .block_on(api.watch(pb::WatchRequest {
+            kind: pb::Kind::Pod as i32,
+            resource_version: listed.resource_version.clone(),
+            ..Default::default()
+        }))
+        .expect("watch")
+        .into_inner();
+    // Every change after the list, in order: b's creation, a's new label last (the
+    // scheduler's status writes may come between); not a's creation, which the list showed.
+    let added = pb::watch_event::Type::Added as i32;
+    let modified = pb::watch_event::Type::Modified as i32;
+    let mut seen = Vec::new();
+    loop {
+        let event = rt
+            .block_on(watch.message())
+            .expect("a watch event")
+            .expect("the watch goes on");
+        let object =
+            berth_proto::wire::object_from_pb(&event.object.expect("an object")).expect("a pod");
+        let labelled = object.meta().labels.contains_key("x");
+        seen.push((event.r#type, object.meta().name.clone()));
+        if labelled {
+            break;
+        }
+    }
+    assert!(seen.contains(&(added, "b".to_string())), "{seen:?}");
+    assert_eq!(seen.last(), Some(&(modified, "a".to_string())), "{seen:?}");
+    assert!(!seen.contains(&(added, "a".to_string())), "{seen:?}");
+
+    // More changes than the server remembers: a watch from before them is too old.
+    let many: String = (0..berth_scheduler::server::watch_cache::HISTORY_CHANGES + 10)
+        .map(|i| format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: ns-{i}}}\n---\n"))
+        .collect();
+    common::apply_yaml(&rt, &channel, &many).expect("many namespaces");
+    // The server records changes as they are committed, a moment after the apply returns.
+    let mut refused = None;
+    common::wait_until("the listed version expires", || {
+        let reply = rt.block_on(api.watch(pb::WatchRequest {
+            kind: pb::Kind::Pod as i32,
+            resource_version: listed.resource_version.clone(),
+            ..Default::default()
+        }));
+        refused = reply.err();
+        refused.is_some()
+    });
+    let status = refused.expect("too old");
+    assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+    assert!(
+        status.message().starts_with("too old resource version: "),
+        "{status:?}"
+    );
+}

@@ -137,6 +137,12 @@ impl ClientError {
         self.code() == Some(Code::NotFound)
     }
 
+    /// Whether the server refused a watch because its version is older than the server
+    /// remembers (kube's 410 Gone, reason Expired): list again.
+    pub fn is_expired(&self) -> bool {
+        self.code() == Some(Code::OutOfRange)
+    }
+
     /// Whether the server refused a write because the object changed meanwhile.
     pub fn is_conflict(&self) -> bool {
         matches!(self.code(), Some(Code::Aborted | Code::FailedPrecondition))
@@ -280,7 +286,7 @@ fn is_retryable(status: &Status) -> bool {
 }
 
 /// What the server did with one applied object.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Applied {
     /// The object's kind.
     pub kind: Kind,
@@ -292,6 +298,8 @@ pub struct Applied {
     pub action: String,
     /// The object's resource version after the write.
     pub resource_version: String,
+    /// For a dry run: the object as the server would store it.
+    pub object: Option<Object>,
 }
 
 /// A connected client, speaking in model objects.
@@ -431,6 +439,7 @@ impl Client {
                 name: r.name,
                 action: r.action,
                 resource_version: r.resource_version,
+                object: r.object.as_ref().map(object_from_pb).transpose()?,
             })
         })
         .collect()
@@ -504,8 +513,9 @@ impl Client {
         Ok((objects, reply.resource_version))
     }
 
-    /// Watches the objects of a kind in `namespace` (empty: all): the changes after
-    /// `resource_version`, or, when it is empty, the current objects as `Added` first.
+    /// Watches the objects of a kind in `namespace` (empty: all): every change after
+    /// `resource_version`, or, when it is empty or `0`, the current objects as `Added`
+    /// first. A version the server no longer remembers fails ([`ClientError::is_expired`]).
     pub async fn watch(
         &mut self,
         kind: Kind,
@@ -527,23 +537,19 @@ impl Client {
         Ok(Watch {
             stream,
             server: self.server.clone(),
-            skip_through: 0,
         })
     }
 
     /// Lists the objects of a kind and watches what happens to them after the list, with
-    /// nothing lost in between: the watch is open before the list is read (the server sends
-    /// a watch only the changes after it opened), and changes the list already shows are
-    /// skipped.
+    /// nothing lost in between: the watch starts from the list's resource version.
     pub async fn list_and_watch(
         &mut self,
         kind: Kind,
         namespace: &str,
         label_selector: &str,
     ) -> Result<(Vec<Object>, Watch), ClientError> {
-        let mut watch = self.watch(kind, namespace, "0").await?;
         let (objects, version) = self.list_at(kind, namespace, label_selector).await?;
-        watch.skip_through = version.parse().unwrap_or(0);
+        let watch = self.watch(kind, namespace, &version).await?;
         Ok((objects, watch))
     }
 
@@ -602,8 +608,6 @@ impl WatchEventType {
 pub struct Watch {
     stream: tonic::Streaming<pb::WatchEvent>,
     server: String,
-    /// Changes up to this version are skipped (a list showed them).
-    skip_through: u64,
 }
 
 impl Watch {
@@ -622,16 +626,11 @@ impl Watch {
                 _ => continue,
             };
             let Some(object) = event.object else { continue };
-            let object = match object_from_pb(&object) {
-                Ok(object) => object,
-                Err(e) => return Some(Err(e.into())),
-            };
-            // Every change carries its own version (a deletion, the deletion's).
-            let version: u64 = object.meta().resource_version.parse().unwrap_or(u64::MAX);
-            if version <= self.skip_through {
-                continue;
-            }
-            return Some(Ok((kind, object)));
+            return Some(
+                object_from_pb(&object)
+                    .map(|o| (kind, o))
+                    .map_err(Into::into),
+            );
         }
     }
 }

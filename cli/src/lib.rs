@@ -108,6 +108,12 @@ pub enum Command {
     Rollout(cmd::rollout::RolloutArgs),
     /// Wait until objects meet a condition, are created or are deleted.
     Wait(cmd::wait::WaitArgs),
+    /// Create a namespace, priority class or deployment from flags.
+    Create(cmd::create::CreateArgs),
+    /// Show what `apply -f` would change, as a unified diff (exit 1 when it would).
+    Diff(cmd::diff::DiffArgs),
+    /// Edit objects in $KUBE_EDITOR or $EDITOR and apply the result.
+    Edit(cmd::edit::EditArgs),
     /// Print the client's and the server's versions.
     Version(cmd::version::VersionArgs),
     /// List the resource types the server stores.

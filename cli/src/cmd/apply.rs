@@ -4,6 +4,8 @@
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
+use berth_proto::model::Object;
+
 use super::{object_ref, Context};
 use crate::manifest;
 
@@ -14,15 +16,16 @@ pub struct ApplyArgs {
     /// `-` for standard input. Repeat for several.
     #[arg(short = 'f', long = "filename", required = true, value_name = "PATH")]
     pub filenames: Vec<String>,
-    /// Check the objects with the server without storing them. `--dry-run` alone means
-    /// `server`; `client` does the same (Berth's server-side check stores nothing).
+    /// Store nothing. `server`: the server admits and validates the objects (`created
+    /// (server dry run)`); `client` (also `--dry-run` alone, as kubectl) asks the server
+    /// only what each object's fate would be (`created (dry run)`).
     #[arg(
         long,
         value_enum,
         num_args = 0..=1,
         require_equals = true,
         default_value = "none",
-        default_missing_value = "server",
+        default_missing_value = "client",
         value_name = "STRATEGY"
     )]
     pub dry_run: DryRun,
@@ -39,9 +42,19 @@ pub enum DryRun {
     Server,
 }
 
-/// Runs `berth apply`.
-pub async fn run(args: ApplyArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
-    let manifests = manifest::load(&args.filenames)?;
+/// What kubectl appends to a verb's message for a dry run.
+pub fn dry_run_suffix(dry_run: DryRun) -> &'static str {
+    match dry_run {
+        DryRun::None => "",
+        DryRun::Client => " (dry run)",
+        DryRun::Server => " (server dry run)",
+    }
+}
+
+/// The objects of manifests as `apply` sends them: namespaced ones in `-n`'s namespace (or
+/// `default`) unless they name one, which must then agree with `-n`.
+pub fn objects_from(filenames: &[String], ctx: &Context<'_>) -> anyhow::Result<Vec<Object>> {
+    let manifests = manifest::load(filenames)?;
     if manifests.is_empty() {
         bail!("no objects passed to apply");
     }
@@ -68,14 +81,16 @@ pub async fn run(args: ApplyArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
         }
         objects.push(object);
     }
+    Ok(objects)
+}
+
+/// Runs `berth apply`.
+pub async fn run(args: ApplyArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
+    let objects = objects_from(&args.filenames, ctx)?;
     let mut client = ctx.connect().await?;
     let dry_run = args.dry_run != DryRun::None;
     let results = client.apply(&objects, dry_run).await?;
-    let suffix = match args.dry_run {
-        DryRun::None => "",
-        DryRun::Client => " (dry run)",
-        DryRun::Server => " (server dry run)",
-    };
+    let suffix = dry_run_suffix(args.dry_run);
     let mut text = String::new();
     for r in results {
         text.push_str(&format!(

@@ -5,9 +5,12 @@ pub mod api_resources;
 pub mod apply;
 pub mod completion;
 pub mod cordon;
+pub mod create;
 pub mod delete;
 pub mod describe;
+pub mod diff;
 pub mod drain;
+pub mod edit;
 pub mod evict;
 pub mod fields;
 pub mod get;
@@ -237,6 +240,9 @@ pub async fn run(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<()> 
         Command::Rollout(args) => rollout::run(args, ctx).await,
         Command::Wait(args) => wait::run(args, ctx).await,
         Command::Version(args) => version::run(args, ctx).await,
+        Command::Create(args) => create::run(args, ctx).await,
+        Command::Diff(args) => diff::run(args, ctx).await,
+        Command::Edit(args) => edit::run(args, ctx).await,
         Command::ApiResources(args) => api_resources::run(args, ctx).await,
         Command::Completion(args) => completion::run(args, ctx).await,
         Command::Dev(_) => bail!("`berth dev` is not a client verb"),
@@ -257,6 +263,10 @@ pub fn report(err: &anyhow::Error, io: &mut Io) -> ExitCode {
     if broken_pipe {
         return ExitCode::SUCCESS;
     }
+    if let Some(exit) = err.downcast_ref::<Exit>() {
+        report(&exit.error, io);
+        return ExitCode::from(exit.code);
+    }
     if err.downcast_ref::<Reported>().is_none() {
         for line in render_error(err).lines() {
             let _ = writeln!(io.err, "error: {line}");
@@ -264,6 +274,17 @@ pub fn report(err: &anyhow::Error, io: &mut Io) -> ExitCode {
         let _ = io.err.flush();
     }
     ExitCode::FAILURE
+}
+
+/// A failure with its own exit code (`diff` exits 1 for "differences found" and 2 for an
+/// error): the error is printed as any other, then the process exits with `code`.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct Exit {
+    /// The exit code.
+    pub code: u8,
+    /// What failed.
+    pub error: anyhow::Error,
 }
 
 /// An error and its causes on one line (`outer: cause`), leaving out a cause whose text the

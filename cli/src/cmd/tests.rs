@@ -110,6 +110,7 @@ impl Berth for Fake {
                 name: key.name.clone(),
                 action: action.to_string(),
                 resource_version: version.to_string(),
+                object: request.dry_run.then(|| object_to_pb(&object)),
             });
             if action != "unchanged" {
                 writes.push((key, object));
@@ -367,6 +368,13 @@ async fn apply_reports_created_configured_unchanged() {
     let changed = server.manifest("web.yaml", &WEB.replace("500m", "750m"));
     let out = server
         .succeeds(&["apply", "-f", &changed, "--dry-run"])
+        .await;
+    assert_eq!(
+        out, "pod/web configured (dry run)\n",
+        "--dry-run alone is client"
+    );
+    let out = server
+        .succeeds(&["apply", "-f", &changed, "--dry-run=server"])
         .await;
     assert_eq!(out, "pod/web configured (server dry run)\n");
     let out = server.succeeds(&["apply", "-f", &changed]).await;

@@ -14,6 +14,7 @@ use tracing::instrument;
 
 use super::admission::{self, ApplyAction};
 use super::error::{blocking, Error, Reply, Result};
+use super::watch_cache::WatchCache;
 
 /// Most objects one Apply may carry.
 pub const MAX_OBJECTS_PER_APPLY: usize = 10_000;
@@ -34,12 +35,16 @@ pub struct ApiService {
     shutdown: tokio_util::sync::CancellationToken,
     /// Settings of pod admission.
     admission: admission::AdmissionConfig,
+    /// Recent changes, for watches that start from a version.
+    watch_cache: WatchCache,
 }
 
 impl ApiService {
-    /// A service over `store`.
+    /// A service over `store`. Starts the watch cache's task, so it must be called inside
+    /// a Tokio runtime.
     pub fn new(store: Arc<dyn ObjectStore>) -> Self {
         ApiService {
+            watch_cache: WatchCache::start(store.as_ref()),
             store,
             shutdown: tokio_util::sync::CancellationToken::new(),
             admission: admission::AdmissionConfig::default(),
@@ -110,11 +115,12 @@ impl ApiService {
                     };
                     match action {
                         ApplyAction::Unchanged => {
-                            results.push(apply_result(
-                                &key,
-                                "unchanged",
-                                &stored.meta().resource_version,
-                            ));
+                            let mut result =
+                                apply_result(&key, "unchanged", &stored.meta().resource_version);
+                            if req.dry_run {
+                                result.object = Some(object_to_pb(&stored));
+                            }
+                            results.push(result);
                             continue;
                         }
                         ApplyAction::Configured => (
@@ -127,7 +133,14 @@ impl ApiService {
                     }
                 }
             };
-            results.push(apply_result(&key, action, ""));
+            let mut result = apply_result(&key, action, "");
+            if req.dry_run {
+                result.object = Some(object_to_pb(match &op {
+                    Op::Create(o) | Op::Upsert(o) | Op::Update { object: o, .. } => o,
+                    Op::Delete { .. } => unreachable!("an apply deletes nothing"),
+                }));
+            }
+            results.push(result);
             ops.push(op);
         }
         if req.dry_run || ops.is_empty() {
@@ -212,6 +225,7 @@ fn apply_result(key: &ObjectKey, action: &str, rv: &str) -> pb::ApplyResult {
         name: key.name.clone(),
         action: action.to_string(),
         resource_version: rv.to_string(),
+        object: None,
     }
 }
 
@@ -304,22 +318,25 @@ impl pb::berth_server::Berth for ApiService {
         let req = req.into_inner();
         let kind = request_kind(req.kind)?;
         let namespace = req.namespace.clone();
-        // Subscribe before listing so that nothing falls between the two.
-        let mut changes = self.store.subscribe();
-        let (initial, from) = if req.resource_version.is_empty() {
-            let revision = self.store.revision();
-            let ns = (!namespace.is_empty()).then_some(namespace.as_str());
-            let objects = self.store.list(kind, ns).map_err(Error::from)?;
-            (objects, revision)
-        } else {
-            let from = req.resource_version.parse::<u64>().map_err(|_| {
-                Error::BadRequest(format!(
-                    "resource_version: {:?} is not a resource version",
-                    req.resource_version
-                ))
-            })?;
-            (Vec::new(), from)
-        };
+        // kube: an empty version and "0" both start with the current objects.
+        let (initial, backlog, mut changes, from) =
+            if req.resource_version.is_empty() || req.resource_version == "0" {
+                // Subscribe before listing so that nothing falls between the two.
+                let changes = self.watch_cache.subscribe();
+                let revision = self.store.revision();
+                let ns = (!namespace.is_empty()).then_some(namespace.as_str());
+                let objects = self.store.list(kind, ns).map_err(Error::from)?;
+                (objects, Vec::new(), changes, revision)
+            } else {
+                let from = req.resource_version.parse::<u64>().map_err(|_| {
+                    Error::BadRequest(format!(
+                        "resource_version: {:?} is not a resource version",
+                        req.resource_version
+                    ))
+                })?;
+                let start = self.watch_cache.since(from).map_err(Error::from)?;
+                (Vec::new(), start.backlog, start.live, from)
+            };
         let shutdown = self.shutdown.clone();
         let stream = async_stream(move |tx| async move {
             for obj in initial {
@@ -331,19 +348,33 @@ impl pb::berth_server::Berth for ApiService {
                     return;
                 }
             }
+            let mut backlog = backlog.into_iter();
             loop {
-                let received = tokio::select! {
-                    _ = shutdown.cancelled() => return,
-                    received = changes.recv() => received,
-                };
-                let change = match received {
-                    Ok(c) => c,
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
-                        // The client sees the stream end with DATA_LOSS either way.
-                        let _ = tx.send(Err(Error::WatchLagged { missed }.into())).await;
-                        return;
+                let change = match backlog.next() {
+                    Some(change) => change,
+                    None => {
+                        let received = tokio::select! {
+                            _ = shutdown.cancelled() => return,
+                            received = changes.recv() => received,
+                        };
+                        match received {
+                            Ok(c) => c,
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                                // The client sees the stream end with DATA_LOSS either way.
+                                let _ = tx.send(Err(Error::WatchLagged { missed }.into())).await;
+                                return;
+                            }
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                                // The cache lost changes: this watch cannot go on.
+                                let expired = super::watch_cache::Expired {
+                                    requested: from,
+                                    oldest: from,
+                                };
+                                let _ = tx.send(Err(Error::from(expired).into())).await;
+                                return;
+                            }
+                        }
                     }
-                    Err(_) => return,
                 };
                 if change.revision <= from || change.object.kind() != kind {
                     continue;

@@ -83,6 +83,9 @@ pub enum Error {
         /// How many changes it missed.
         missed: u64,
     },
+    /// A watch asked for changes after a version older than the server remembers.
+    #[error(transparent)]
+    WatchExpired(#[from] super::watch_cache::Expired),
     /// An eviction was refused ([`EvictionError`]; its store failures become
     /// [`Error::Store`] and the like).
     #[error(transparent)]
@@ -185,6 +188,7 @@ impl Error {
             Error::Unavailable(_) => Code::Unavailable,
             Error::DeadlineExceeded(_) => Code::DeadlineExceeded,
             Error::WatchLagged { .. } => Code::DataLoss,
+            Error::WatchExpired(_) => Code::OutOfRange,
             Error::Eviction(e) => match e {
                 EvictionError::BudgetExhausted { .. } => Code::ResourceExhausted,
                 EvictionError::NegativeBudget { .. } => Code::PermissionDenied,

@@ -41,6 +41,7 @@ pub mod scheduling;
 pub mod security;
 pub mod taint_eviction;
 pub mod usage;
+pub mod watch_cache;
 pub mod writer;
 
 use std::net::SocketAddr;
