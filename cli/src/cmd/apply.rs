@@ -16,11 +16,19 @@ pub struct ApplyArgs {
     /// `-` for standard input. Repeat for several.
     #[arg(short = 'f', long = "filename", required = true, value_name = "PATH")]
     pub filenames: Vec<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub dry_run: DryRunFlag,
+}
+
+/// `--dry-run[=STRATEGY]`, as `apply` and `create` take it.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct DryRunFlag {
     /// Store nothing. `server`: the server admits and validates the objects (`created
-    /// (server dry run)`); `client` (also `--dry-run` alone, as kubectl) asks the server
-    /// only what each object's fate would be (`created (dry run)`).
+    /// (server dry run)`); `client` (also `--dry-run` alone, as kubectl) sends nothing to
+    /// store (`apply` asks the server each object's fate; `create` prints the object).
     #[arg(
-        long,
+        long = "dry-run",
         value_enum,
         num_args = 0..=1,
         require_equals = true,
@@ -28,7 +36,7 @@ pub struct ApplyArgs {
         default_missing_value = "client",
         value_name = "STRATEGY"
     )]
-    pub dry_run: DryRun,
+    pub strategy: DryRun,
 }
 
 /// `--dry-run` strategies, as kubectl names them.
@@ -88,9 +96,9 @@ pub fn objects_from(filenames: &[String], ctx: &Context<'_>) -> anyhow::Result<V
 pub async fn run(args: ApplyArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     let objects = objects_from(&args.filenames, ctx)?;
     let mut client = ctx.connect().await?;
-    let dry_run = args.dry_run != DryRun::None;
+    let dry_run = args.dry_run.strategy != DryRun::None;
     let results = client.apply(&objects, dry_run).await?;
-    let suffix = dry_run_suffix(args.dry_run);
+    let suffix = dry_run_suffix(args.dry_run.strategy);
     let mut text = String::new();
     for r in results {
         text.push_str(&format!(

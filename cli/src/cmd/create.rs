@@ -9,7 +9,7 @@ use berth_proto::model::{Kind, Object};
 use clap::{ArgAction, Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 
-use super::apply::DryRun;
+use super::apply::{DryRun, DryRunFlag};
 use super::{object_ref, Context};
 use crate::output::{render_objects, Format};
 
@@ -39,18 +39,9 @@ pub enum CreateCommand {
 /// Flags every generator takes: the dry-run strategy and the output format.
 #[derive(Args, Debug, Clone)]
 pub struct CreateOutput {
-    /// `client`: print the object, send nothing; `server`: the server checks it and stores
-    /// nothing; `none` (the default): create it.
-    #[arg(
-        long,
-        value_enum,
-        num_args = 0..=1,
-        require_equals = true,
-        default_value = "none",
-        default_missing_value = "client",
-        value_name = "STRATEGY"
-    )]
-    pub dry_run: DryRun,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub dry_run: DryRunFlag,
     /// Print the object (yaml, json) or `kind/name` (name) instead of the message.
     #[arg(short = 'o', long, value_enum, value_name = "FORMAT")]
     pub output: Option<CreateFormat>,
@@ -226,7 +217,7 @@ pub async fn create(
     let kind = object.kind();
     let name = object.meta().name.clone();
     let mut stored = None;
-    if output.dry_run != DryRun::Client {
+    if output.dry_run.strategy != DryRun::Client {
         let mut sent = object.clone();
         if kind.is_namespaced() && sent.meta().namespace.is_empty() {
             sent.meta_mut().namespace = ctx.namespace().to_string();
@@ -238,7 +229,7 @@ pub async fn create(
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e.into()),
         }
-        let dry_run = output.dry_run == DryRun::Server;
+        let dry_run = output.dry_run.strategy == DryRun::Server;
         client.apply(std::slice::from_ref(&sent), dry_run).await?;
         stored = if dry_run {
             Some(sent)
@@ -256,7 +247,7 @@ pub async fn create(
         None => format!(
             "{} created{}\n",
             object_ref(kind, &name),
-            super::apply::dry_run_suffix(output.dry_run)
+            super::apply::dry_run_suffix(output.dry_run.strategy)
         ),
     };
     ctx.print(&text)?;
@@ -264,7 +255,7 @@ pub async fn create(
 }
 
 /// A kind's resource as kube names it in messages: `namespaces`, `deployments.apps`.
-fn resource(kind: Kind) -> String {
+pub fn resource(kind: Kind) -> String {
     match kind.api_version().rsplit_once('/') {
         Some((group, _)) => format!("{}.{group}", kind.plural()),
         None => kind.plural().to_string(),

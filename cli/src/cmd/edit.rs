@@ -218,11 +218,7 @@ fn is_invalid(e: &ClientError) -> bool {
 
 /// `deployments.apps "web"`, as kube names an object in errors.
 fn resource_name(object: &Object) -> String {
-    let kind = object.kind();
-    let resource = match kind.api_version().rsplit_once('/') {
-        Some((group, _)) => format!("{}.{group}", kind.plural()),
-        None => kind.plural().to_string(),
-    };
+    let resource = super::create::resource(object.kind());
     format!("{resource} {:?}", object.meta().name)
 }
 
