@@ -17,7 +17,7 @@ case "$cases" in
 	;;
 esac
 # Tests of the fuzz files that are not properties (they run once).
-not_properties='the_seeds_are_valid'
+not_properties='the_seeds_are_valid|the_dra_seeds_are_valid'
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT

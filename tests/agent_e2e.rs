@@ -310,3 +310,109 @@ fn an_evicted_deployment_pod_is_replaced_on_another_node() {
     });
     assert_eq!(phase(&cluster, "resident"), "Running", "{}", cluster.logs());
 }
+
+/// Runs `berth` against the `berth dev` cluster whose client config is `config`.
+fn dev_berth(config: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(args)
+        .env("BERTH_CONFIG", config)
+        .env_remove("BERTH_SERVER")
+        .env_remove("BERTH_TOKEN")
+        .env_remove("BERTH_CA")
+        .output()
+        .expect("running berth")
+}
+
+/// The node a pod of the `berth dev` cluster is bound to, if any.
+fn dev_pod_node(config: &std::path::Path, pod: &str) -> Option<String> {
+    let out = dev_berth(config, &["get", "pod", pod, "-o", "json"]);
+    let pod: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    pod.pointer("/spec/nodeName")
+        .and_then(|n| n.as_str())
+        .map(str::to_string)
+}
+
+/// Issue 11's check on a `berth dev` cluster of two nodes: the second pod asking for host
+/// port 8080 prefers the node of the first (node affinity, and the image that node now
+/// has), yet NodePorts keeps it off that node; a third finds the port taken on both and
+/// stays Pending with kube's message.
+#[test]
+fn on_berth_dev_a_second_host_port_pod_is_kept_off_the_node_that_has_the_first() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let config = dir.path().join("config");
+    let log = std::fs::File::create(dir.path().join("dev.log")).expect("log file");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["dev", "--nodes", "2", "--listen"])
+        .arg(format!("127.0.0.1:{}", common::free_port()))
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .env("BERTH_CONFIG", &config)
+        .env_remove("BERTH_SERVER")
+        .env_remove("BERTH_TOKEN")
+        .env_remove("BERTH_CA")
+        .stdout(std::process::Stdio::from(log.try_clone().unwrap()))
+        .stderr(std::process::Stdio::from(log))
+        .spawn()
+        .expect("starting berth dev");
+    let mut dev = StopOnDrop(common::Proc {
+        child,
+        name: "berth dev".into(),
+    });
+    wait_until("berth dev has two Ready nodes", || {
+        let out = dev_berth(&config, &["get", "nodes"]);
+        out.status.success()
+            && String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| l.split_whitespace().nth(1) == Some("Ready"))
+                .count()
+                == 2
+    });
+    let apply = |name: &str, yaml: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, yaml).expect("writing the manifest");
+        let out = dev_berth(
+            &config,
+            &["apply", "-f", path.to_str().expect("UTF-8 path")],
+        );
+        assert!(out.status.success(), "{out:?}");
+    };
+    apply("web-1.yaml", &host_port_pod("web-1", ""));
+    wait_until("web-1 is bound", || {
+        dev_pod_node(&config, "web-1").is_some()
+    });
+    let first = dev_pod_node(&config, "web-1").expect("web-1's node");
+    let prefer_first = format!(
+        "  affinity:\n    nodeAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n      \
+         - weight: 100\n        preference:\n          matchExpressions:\n          \
+         - {{key: kubernetes.io/hostname, operator: In, values: [{first}]}}\n"
+    );
+    apply("web-2.yaml", &host_port_pod("web-2", &prefer_first));
+    wait_until("web-2 is bound", || {
+        dev_pod_node(&config, "web-2").is_some()
+    });
+    let second = dev_pod_node(&config, "web-2").expect("web-2's node");
+    assert_ne!(
+        second, first,
+        "web-2 is kept off the node that holds port 8080"
+    );
+    apply("web-3.yaml", &host_port_pod("web-3", ""));
+    wait_until("web-3 says why it waits", || {
+        String::from_utf8_lossy(&dev_berth(&config, &["describe", "pod", "web-3"]).stdout).contains(
+            "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. \
+             preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.",
+        )
+    });
+    assert_eq!(dev_pod_node(&config, "web-3"), None);
+    let status = dev.0.terminate();
+    assert!(status.success(), "berth dev stops cleanly: {status}");
+}
+
+/// `berth dev`, stopped with SIGTERM when dropped (a failed assertion too), so that it ends
+/// the scheduler and agents it started rather than leaving them behind.
+struct StopOnDrop(common::Proc);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}

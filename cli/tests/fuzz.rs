@@ -18,7 +18,7 @@ fn cases() -> u32 {
 }
 
 /// Valid manifests touching most of the model: pods with affinity, tolerations, spread
-/// and resources; a node; a priority class; a list; JSON.
+/// and resources; a node; a priority class; a list; the DRA kinds; JSON.
 const SEEDS: &[&str] = &[
     r#"apiVersion: v1
 kind: Pod
@@ -91,6 +91,52 @@ items:
   spec:
     initContainers: [{name: i, image: busybox, resources: {requests: {cpu: "2"}}}]
     containers: [{name: c, image: busybox}]
+"#,
+    r#"apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "gpu.berth.dev" && device.attributes["gpu.berth.dev"].index >= 0'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: n1-gpus}
+spec:
+  driver: gpu.berth.dev
+  nodeName: n1
+  pool: {name: n1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    allowMultipleAllocations: true
+    attributes: {model: {string: a100}, index: {int: 0}, driverVersion: {version: 1.2.3}}
+    capacity:
+      memory: {value: 80Gi, requestPolicy: {default: 80Gi, validRange: {min: 10Gi, step: 10Gi}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: half}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu
+          selectors:
+          - cel: {expression: 'device.capacity["gpu.berth.dev"].memory.isGreaterThan(quantity("16Gi"))'}
+          capacity: {requests: {memory: 35Gi}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: all-gpus}
+spec:
+  devices:
+    requests:
+    - name: all
+      exactly: {deviceClassName: gpu, allocationMode: All}
+    constraints:
+    - {requests: [all], matchAttribute: gpu.berth.dev/model}
 "#,
     r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "j"}, "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1e-1"}}}]}}"#,
 ];

@@ -1429,3 +1429,196 @@ fn host_ports_and_node_images() {
         )
     );
 }
+
+/// A node with 4 cpu and the given `status.images` (flow-style list items).
+fn image_node(name: &str, images: &[(&str, i64)]) -> String {
+    let images: Vec<String> = images
+        .iter()
+        .map(|(names, mb)| format!("{{names: [{names}], sizeBytes: {}}}", mb << 20))
+        .collect();
+    format!(
+        "---\napiVersion: v1\nkind: Node\nmetadata: {{name: {name}}}\n\
+         status: {{capacity: {{cpu: \"4\", memory: 8Gi, pods: \"110\"}}, images: [{}]}}\n",
+        images.join(", ")
+    )
+}
+
+#[test]
+fn image_locality_scores_match_kubes_tests() {
+    // kube's image_locality_test.go (TestImageLocalityPriority), worked out there by hand:
+    // node1 has gcr.io/40 (40MB), gcr.io/300 (300MB), gcr.io/2000 (2000MB); node2 has
+    // gcr.io/250 (250MB) and gcr.io/10 (10MB). With ImageLocality the only score plugin
+    // (weight 1), a node's score in the explained output is ImageLocality's.
+    let config = "\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    preScore: {disabled: [{name: '*'}], enabled: [{name: ImageLocality}]}
+    score: {disabled: [{name: '*'}], enabled: [{name: ImageLocality, weight: 1}]}
+";
+    let profiles = Profiles::from_yaml(config).expect("the profile");
+    let cluster = format!(
+        "{}{}",
+        image_node(
+            "node1",
+            &[
+                ("'gcr.io/40:latest', 'gcr.io/40:v1', 'gcr.io/40:v1'", 40),
+                ("'gcr.io/300:latest', 'gcr.io/300:v1'", 300),
+                ("'gcr.io/2000:latest'", 2000),
+            ]
+        ),
+        image_node(
+            "node2",
+            &[
+                ("'gcr.io/250:latest'", 250),
+                ("'gcr.io/10:latest', 'gcr.io/10:v1'", 10),
+            ]
+        )
+    );
+    // (case, the pod's two images, node1's and node2's scores)
+    let cases: &[(&str, [&str; 2], [i64; 2])] = &[
+        // node1: 40M/2 < 23M: 0; node2: 100 * (250M/2 - 23M) / (1000M * 2 - 23M) = 5.
+        (
+            "two images spread on two nodes, prefer the larger image one",
+            ["gcr.io/40", "gcr.io/250"],
+            [0, 5],
+        ),
+        // node1: 100 * ((40M + 300M)/2 - 23M) / (1000M * 2 - 23M) = 7.
+        (
+            "two images on one node, prefer this node",
+            ["gcr.io/40", "gcr.io/300"],
+            [7, 0],
+        ),
+        // node1: 100 * (2000M/2 - 23M) / (1000M * 2 - 23M) = 49; node2: 10M/2 < 23M: 0.
+        (
+            "the thresholds clamp",
+            ["gcr.io/2000", "gcr.io/10"],
+            [49, 0],
+        ),
+    ];
+    for (name, images, want) in cases {
+        let pod = format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\n\
+             spec: {{containers: [{{name: a, image: \"{}\"}}, {{name: b, image: \"{}\"}}]}}\n",
+            images[0], images[1]
+        );
+        let out = run(
+            SimInput {
+                objects: parse(&format!("{cluster}{pod}")),
+            },
+            SimOptions {
+                seed: 1,
+                explain: true,
+                profiles: profiles.clone(),
+            },
+        )
+        .expect("simulation runs");
+        let nodes = outcome(&out, "p").nodes.as_ref().expect("explained");
+        let got = [nodes["node1"].score, nodes["node2"].score];
+        assert_eq!(got, want.map(Some), "{name}");
+    }
+}
+
+#[test]
+fn host_port_conflicts_match_kubes_tests() {
+    // Rows of kube's node_ports_test.go (TestNodePorts): the ports of a pod running on the
+    // one node and of the pending pod, as (protocol, hostIP, hostPort).
+    type Ports = &'static [(&'static str, &'static str, u16)];
+    let ports = |list: Ports| {
+        list.iter()
+            .enumerate()
+            .map(|(i, (protocol, ip, port))| {
+                format!("{{containerPort: {}, hostPort: {port}, protocol: {protocol}, hostIP: \"{ip}\"}}", 1000 + i)
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let cases: &[(&str, Ports, Ports, bool)] = &[
+        (
+            "other port",
+            &[("UDP", "127.0.0.1", 8080)],
+            &[("UDP", "127.0.0.1", 9090)],
+            true,
+        ),
+        (
+            "same udp port",
+            &[("UDP", "127.0.0.1", 8080)],
+            &[("UDP", "127.0.0.1", 8080)],
+            false,
+        ),
+        (
+            "same tcp port",
+            &[("TCP", "127.0.0.1", 8080)],
+            &[("TCP", "127.0.0.1", 8080)],
+            false,
+        ),
+        (
+            "different host ip",
+            &[("TCP", "127.0.0.1", 8080)],
+            &[("TCP", "127.0.0.2", 8080)],
+            true,
+        ),
+        (
+            "different protocol",
+            &[("UDP", "127.0.0.1", 8080)],
+            &[("TCP", "127.0.0.1", 8080)],
+            true,
+        ),
+        (
+            "second udp port conflict",
+            &[("UDP", "127.0.0.1", 8080)],
+            &[("UDP", "127.0.0.1", 8000), ("UDP", "127.0.0.1", 8080)],
+            false,
+        ),
+        (
+            "first tcp port conflict due to 0.0.0.0 hostIP",
+            &[("TCP", "127.0.0.1", 8001)],
+            &[("TCP", "0.0.0.0", 8001)],
+            false,
+        ),
+        (
+            "second tcp port conflict to 0.0.0.0 hostIP",
+            &[("TCP", "0.0.0.0", 8001)],
+            &[("TCP", "127.0.0.1", 8001)],
+            false,
+        ),
+        (
+            "second different protocol",
+            &[("TCP", "0.0.0.0", 8001)],
+            &[("UDP", "127.0.0.1", 8001)],
+            true,
+        ),
+        (
+            "UDP hostPort conflict due to 0.0.0.0 hostIP",
+            &[("TCP", "0.0.0.0", 8001), ("UDP", "0.0.0.0", 8001)],
+            &[("UDP", "127.0.0.1", 8001)],
+            false,
+        ),
+    ];
+    for (name, running, pending, fits) in cases {
+        let yaml = format!(
+            "{}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: running}}\n\
+             spec: {{nodeName: n1, containers: [{{name: c, ports: [{}]}}]}}\n\
+             ---\napiVersion: v1\nkind: Pod\nmetadata: {{name: new}}\n\
+             spec: {{containers: [{{name: c, ports: [{}]}}]}}\n",
+            nodes(1, "4"),
+            ports(running),
+            ports(pending)
+        );
+        let out = simulate(&yaml, false, 1);
+        let new = outcome(&out, "new");
+        assert_eq!(new.node.is_some(), *fits, "{name}: {:?}", new.message);
+        if !fits {
+            assert_eq!(
+                new.message.as_deref(),
+                Some(
+                    "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. \
+                     preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+                ),
+                "{name}"
+            );
+        }
+    }
+}
