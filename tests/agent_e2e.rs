@@ -340,24 +340,12 @@ fn dev_pod_node(config: &std::path::Path, pod: &str) -> Option<String> {
 fn on_berth_dev_a_second_host_port_pod_is_kept_off_the_node_that_has_the_first() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let config = dir.path().join("config");
-    let log = std::fs::File::create(dir.path().join("dev.log")).expect("log file");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args(["dev", "--nodes", "2", "--listen"])
-        .arg(format!("127.0.0.1:{}", common::free_port()))
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .env("BERTH_CONFIG", &config)
-        .env_remove("BERTH_SERVER")
-        .env_remove("BERTH_TOKEN")
-        .env_remove("BERTH_CA")
-        .stdout(std::process::Stdio::from(log.try_clone().unwrap()))
-        .stderr(std::process::Stdio::from(log))
-        .spawn()
-        .expect("starting berth dev");
-    let mut dev = StopOnDrop(common::Proc {
-        child,
-        name: "berth dev".into(),
-    });
+    let mut dev = StopOnDrop(common::spawn_berth_dev(
+        dir.path(),
+        &config,
+        common::free_port(),
+        &["--nodes", "2"],
+    ));
     wait_until("berth dev has two Ready nodes", || {
         let out = dev_berth(&config, &["get", "nodes"]);
         out.status.success()

@@ -75,6 +75,32 @@ impl Proc {
     }
 }
 
+/// Starts `berth dev` with `args` on 127.0.0.1:`port`, its data in `dir/data` and its output
+/// in `dir/dev.log`; it writes its client config to `config` (`BERTH_CONFIG`), and takes no
+/// server, token or CA from the environment.
+pub fn spawn_berth_dev(dir: &Path, config: &Path, port: u16, args: &[&str]) -> Proc {
+    let log = std::fs::File::create(dir.join("dev.log")).expect("log file");
+    let child = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .arg("dev")
+        .args(args)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .env("BERTH_CONFIG", config)
+        .env_remove("BERTH_TOKEN")
+        .env_remove("BERTH_SERVER")
+        .env_remove("BERTH_CA")
+        .stdout(Stdio::from(log.try_clone().unwrap()))
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("starting berth dev");
+    Proc {
+        child,
+        name: "berth dev".into(),
+    }
+}
+
 /// How a [`TestCluster`] is secured: flags added to every scheduler start, and the
 /// environment of every CLI run (token, CA). The default is an open, plaintext cluster.
 #[derive(Clone, Debug, Default)]

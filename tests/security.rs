@@ -419,24 +419,7 @@ fn berth_dev_secures_its_cluster_and_writes_a_client_config_that_works() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let config = dir.path().join("config");
     let port = common::free_port();
-    let log = std::fs::File::create(dir.path().join("dev.log")).expect("log file");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args(["dev", "--tls", "--nodes", "1", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .env("BERTH_CONFIG", &config)
-        .env_remove("BERTH_TOKEN")
-        .env_remove("BERTH_SERVER")
-        .env_remove("BERTH_CA")
-        .stdout(std::process::Stdio::from(log.try_clone().unwrap()))
-        .stderr(std::process::Stdio::from(log))
-        .spawn()
-        .expect("starting berth dev");
-    let mut dev = common::Proc {
-        child,
-        name: "berth dev".into(),
-    };
+    let mut dev = common::spawn_berth_dev(dir.path(), &config, port, &["--tls", "--nodes", "1"]);
     let berth = |token: Option<&str>| {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_berth"));
         command
