@@ -7,23 +7,24 @@ mod common;
 
 use common::{str_at, wait_until, TestCluster};
 
-/// A DeviceClass of the GPU driver, and node `gpu-node`'s two GPUs: `gpu-0` (a100, 80Gi,
-/// shareable in steps of 10Gi) and `gpu-1` (t4, whole).
-const DEVICES: &str = "\
+/// A DeviceClass of the GPU driver.
+const CLASS: &str = "\
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass
 metadata: {name: gpu}
 spec:
   selectors:
   - cel: {expression: 'device.driver == \"gpu.berth.dev\"'}
----
+";
+
+/// Node `gpu-node`'s `--devices` file: two GPUs, `gpu-0` (a100, 80Gi, shareable in steps
+/// of 10Gi) and `gpu-1` (t4, whole); the agent puts the slice on its node.
+const DEVICES: &str = "\
 apiVersion: resource.k8s.io/v1
 kind: ResourceSlice
-metadata: {name: gpu-node-gpus}
 spec:
   driver: gpu.berth.dev
-  nodeName: gpu-node
-  pool: {name: gpu-node, generation: 1, resourceSliceCount: 1}
+  pool: {name: '', generation: 1, resourceSliceCount: 1}
   devices:
   - name: gpu-0
     allowMultipleAllocations: true
@@ -72,9 +73,10 @@ fn apply(cluster: &TestCluster, name: &str, yaml: &str) {
     cluster.berth_ok(&["apply", "-f", path.to_str().expect("UTF-8 path")]);
 }
 
-fn start(cluster: &mut TestCluster, name: &str) {
+/// Starts a process agent for node `name` with `extra` flags (its devices).
+fn start(cluster: &mut TestCluster, name: &str, extra: &[&str]) {
     let root = cluster.dir.path().join(format!("{name}-root"));
-    let args = [
+    let mut args = vec![
         "--runtime",
         "process",
         "--root-dir",
@@ -84,7 +86,24 @@ fn start(cluster: &mut TestCluster, name: &str) {
         "--memory",
         "4Gi",
     ];
+    args.extend(extra);
     cluster.spawn_agent(name, &args, &[]);
+}
+
+/// Starts node `gpu-node` publishing [`DEVICES`] through `--devices`, and waits for its
+/// slice.
+fn start_gpu_node(cluster: &mut TestCluster) {
+    let file = cluster.manifest("gpu-node-devices.yaml", DEVICES);
+    start(
+        cluster,
+        "gpu-node",
+        &["--devices", file.to_str().expect("UTF-8 path")],
+    );
+    wait_until("gpu-node publishes its slice", || {
+        cluster.berth(&["get", "resourceslices"]).status.success()
+            && String::from_utf8_lossy(&cluster.berth(&["get", "resourceslices"]).stdout)
+                .contains("gpu-node-gpu.berth.dev")
+    });
 }
 
 /// The pod's PodScheduled=False message, once it has one.
@@ -100,10 +119,10 @@ fn pending_message(cluster: &TestCluster, pod: &str) -> Option<String> {
 #[test]
 fn pods_get_devices_share_a_gpu_by_capacity_and_wait_when_none_fits() {
     let mut cluster = TestCluster::start();
-    start(&mut cluster, "gpu-node");
-    start(&mut cluster, "cpu-node");
+    start_gpu_node(&mut cluster);
+    start(&mut cluster, "cpu-node", &[]);
     cluster.wait_ready_nodes(2);
-    apply(&cluster, "devices.yaml", DEVICES);
+    apply(&cluster, "class.yaml", CLASS);
     apply(
         &cluster,
         "claims.yaml",
@@ -240,9 +259,9 @@ fn claims_json(cluster: &TestCluster) -> Vec<serde_json::Value> {
 #[test]
 fn the_claim_controller_makes_claims_from_templates_and_releases_them() {
     let mut cluster = TestCluster::start();
-    start(&mut cluster, "gpu-node");
+    start_gpu_node(&mut cluster);
     cluster.wait_ready_nodes(1);
-    apply(&cluster, "devices.yaml", DEVICES);
+    apply(&cluster, "class.yaml", CLASS);
 
     // The template does not exist yet: no claim, the pod waits with kube's words and an
     // event naming the template.
@@ -328,4 +347,197 @@ fn the_claim_controller_makes_claims_from_templates_and_releases_them() {
         str_at(&cluster.pod_json("second"), "/status/phase"),
         "Succeeded"
     );
+}
+
+/// The DeviceClass `berth dev --gpus` creates, and claim templates for the GPUs of
+/// `--gpus`: a whole GPU, half of one (`milli: 500`), and a model no node has.
+const GPU_TEMPLATES: &str = "\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.berth.dev}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == \"gpu.berth.dev\"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: whole}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.berth.dev}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: half}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.berth.dev
+          capacity:
+            requests: {milli: 500}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: h100}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.berth.dev
+          selectors:
+          - cel: {expression: 'device.attributes[\"gpu.berth.dev\"].model == \"h100\"'}
+";
+
+/// The ResourceSlices in the store, as JSON objects.
+fn slices_json(cluster: &TestCluster) -> Vec<serde_json::Value> {
+    let json = cluster.berth_ok(&["get", "resourceslices", "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&json).expect("slices JSON");
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
+/// Issue 11's walkthrough on nodes whose agents publish GPUs with `--gpus`: a pod gets a
+/// GPU from a template and sees it, two pods share one GPU by capacity while a third
+/// waits naming its claim, a selector that matches nothing waits, a Job of 10 pods with a
+/// GPU each completes on one GPU, and a node's slice goes with the node.
+#[test]
+fn agents_publish_gpus_that_pods_and_jobs_get_through_claim_templates() {
+    let mut cluster = TestCluster::start();
+    start(&mut cluster, "gpu-node", &["--gpus", "2:t4:16Gi"]);
+    start(&mut cluster, "cpu-node", &[]);
+    cluster.wait_ready_nodes(2);
+    wait_until("gpu-node publishes its GPUs", || {
+        slices_json(&cluster).len() == 1
+    });
+    let slices = slices_json(&cluster);
+    let slice = &slices[0];
+    assert_eq!(slice["metadata"]["name"], "gpu-node-gpu.berth.dev");
+    assert_eq!(slice["metadata"]["ownerReferences"][0]["kind"], "Node");
+    assert_eq!(slice["spec"]["nodeName"], "gpu-node");
+    assert_eq!(slice["spec"]["pool"]["name"], "gpu-node");
+    assert_eq!(slice["spec"]["pool"]["generation"], 1);
+    let devices = slice["spec"]["devices"].as_array().expect("devices");
+    assert_eq!(devices.len(), 2);
+    assert_eq!(devices[1]["attributes"]["model"]["string"], "t4");
+    assert_eq!(devices[1]["attributes"]["index"]["int"], 1);
+    assert!(devices[1]["attributes"]["uuid"]["string"]
+        .as_str()
+        .is_some_and(|u| u.starts_with("GPU-")));
+    assert_eq!(devices[1]["capacity"]["memory"]["value"], "16Gi");
+    assert_eq!(devices[1]["capacity"]["milli"]["value"], "1k");
+    apply(&cluster, "templates.yaml", GPU_TEMPLATES);
+
+    // A whole GPU: on the GPU node, allocated in `get resourceclaims`, seen by the process.
+    let show = "echo cuda=$CUDA_VISIBLE_DEVICES dev=$BERTH_DEVICE_GPU_GPU; sleep 600";
+    apply(&cluster, "solo.yaml", &template_pod("solo", "whole", show));
+    wait_until("solo runs", || {
+        str_at(&cluster.pod_json("solo"), "/status/phase") == "Running"
+    });
+    assert_eq!(
+        str_at(&cluster.pod_json("solo"), "/spec/nodeName"),
+        "gpu-node"
+    );
+    let solo_claim = str_at(
+        &cluster.pod_json("solo"),
+        "/status/resourceClaimStatuses/0/resourceClaimName",
+    )
+    .to_string();
+    let listed = cluster.berth_ok(&["get", "resourceclaims"]);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with(&format!("{solo_claim} ")) && l.contains("allocated,reserved")),
+        "{listed}"
+    );
+    wait_until("solo sees gpu-0", || {
+        let out = cluster.berth(&["logs", "solo"]);
+        String::from_utf8_lossy(&out.stdout).contains("cuda=0 dev=gpu.berth.dev/gpu-node/gpu-0")
+    });
+
+    // Two halves share gpu-1; a third half would exceed its 1000 milli and waits.
+    for name in ["half-1", "half-2"] {
+        apply(
+            &cluster,
+            &format!("{name}.yaml"),
+            &template_pod(name, "half", show),
+        );
+        wait_until(&format!("{name} runs"), || {
+            str_at(&cluster.pod_json(name), "/status/phase") == "Running"
+        });
+        wait_until(&format!("{name} sees gpu-1"), || {
+            let out = cluster.berth(&["logs", name]);
+            String::from_utf8_lossy(&out.stdout).contains("cuda=1 dev=gpu.berth.dev/gpu-node/gpu-1")
+        });
+    }
+    apply(
+        &cluster,
+        "half-3.yaml",
+        &template_pod("half-3", "half", show),
+    );
+    wait_until("half-3 is unschedulable", || {
+        pending_message(&cluster, "half-3")
+            .is_some_and(|m| m.contains("cannot allocate all claims"))
+    });
+    let half_3_claim = str_at(
+        &cluster.pod_json("half-3"),
+        "/status/resourceClaimStatuses/0/resourceClaimName",
+    )
+    .to_string();
+    let described = cluster.berth_ok(&["describe", "pod", "half-3"]);
+    assert!(
+        described.contains(&format!("{half_3_claim} (pending)")),
+        "names its claim:\n{described}"
+    );
+
+    // No h100 anywhere: Pending with the same words.
+    apply(&cluster, "none.yaml", &template_pod("none", "h100", show));
+    wait_until("none is unschedulable", || {
+        pending_message(&cluster, "none").is_some_and(|m| {
+            m.starts_with("0/2 nodes are available: 2 cannot allocate all claims.")
+        })
+    });
+
+    // Free the GPU node: half-3 takes a share once half-1 is gone, then everything goes.
+    cluster.berth_ok(&["delete", "pod", "half-1"]);
+    wait_until("half-3 runs", || {
+        str_at(&cluster.pod_json("half-3"), "/status/phase") == "Running"
+    });
+    for name in ["solo", "half-2", "half-3", "none"] {
+        cluster.berth_ok(&["delete", "pod", name]);
+    }
+    wait_until("every claim is collected", || {
+        claims_json(&cluster).is_empty()
+    });
+
+    // A Job of 10 completions, parallelism 2, each pod with a whole GPU of its own: the
+    // two GPUs serve one pod each at a time, released as each pod ends.
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: train}\nspec:\n  completions: 10\n  \
+               parallelism: 2\n  template:\n    spec:\n      restartPolicy: Never\n      \
+               resourceClaims:\n      - name: gpu\n        resourceClaimTemplateName: whole\n      \
+               containers:\n      - name: main\n        image: sh\n        \
+               command: [sh, -c, 'test -n \"$CUDA_VISIBLE_DEVICES\"']\n        resources:\n          \
+               claims:\n          - name: gpu\n";
+    apply(&cluster, "job.yaml", job);
+    wait_until("the job completes", || {
+        let json = cluster.berth_ok(&["get", "job", "train", "-o", "json"]);
+        let job: serde_json::Value = serde_json::from_str(&json).expect("job JSON");
+        job["status"]["succeeded"] == 10
+    });
+    wait_until("the job's claims are deleted", || {
+        claims_json(&cluster).is_empty()
+    });
+
+    // The node's slice goes with the node.
+    cluster.agent("gpu-node").stop();
+    cluster.berth_ok(&["delete", "node", "gpu-node"]);
+    wait_until("gpu-node's slice is collected", || {
+        slices_json(&cluster).is_empty()
+    });
 }

@@ -342,7 +342,7 @@ fn malformed_and_oversized_requests_are_refused_without_harming_the_server() {
 
     // Agent calls: a Register without a node or with an invalid name; sessions that do not
     // start with Hello, or send nothing at all.
-    let r = rt.block_on(agents.register(pb::RegisterRequest { node: None }));
+    let r = rt.block_on(agents.register(pb::RegisterRequest::default()));
     assert_refused(
         "register without a node",
         r,
@@ -355,6 +355,7 @@ fn malformed_and_oversized_requests_are_refused_without_harming_the_server() {
     };
     let r = rt.block_on(agents.register(pb::RegisterRequest {
         node: Some(bad_node),
+        ..Default::default()
     }));
     assert_refused(
         "register an invalid name",

@@ -129,6 +129,16 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_parser = parse_taint)]
     pub register_with_taints: Vec<Taint>,
 
+    /// A file of ResourceSlice manifests (YAML or JSON, without `nodeName`): the node's
+    /// devices, published as node-local ResourceSlices at each registration.
+    #[arg(long, value_name = "FILE")]
+    pub devices: Option<PathBuf>,
+
+    /// Simulated GPUs, `N[:MODEL[:MEMORY]]` (`2`, `4:a100:80Gi`): a ResourceSlice of driver
+    /// gpu.berth.dev with N GPUs that claims may share by `milli` (thousandths).
+    #[arg(long, value_name = "N[:MODEL[:MEMORY]]", value_parser = crate::devices::parse_gpus)]
+    pub gpus: Option<berth_core::lab::objects::Gpus>,
+
     /// Time between heartbeats (`10s`, `500ms`).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub heartbeat_interval: Duration,

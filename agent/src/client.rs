@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use berth_proto::model::{self, NodeCondition, PodPhase, PodStatus, Time};
+use berth_proto::model::{self, NodeCondition, Object, PodPhase, PodStatus, Time};
 use berth_proto::names;
 use berth_proto::pb;
 use berth_proto::pb::agent_client::AgentClient;
 use berth_proto::pb::agent_message::Msg as Up;
 use berth_proto::pb::scheduler_message::Msg as Down;
-use berth_proto::wire::{node_to_pb, pod_from_pb, to_json, Identity};
+use berth_proto::wire::{node_to_pb, object_to_pb, pod_from_pb, to_json, Identity};
 use berth_proto::Quantity;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -349,9 +349,18 @@ impl Agent {
         node.status.conditions = self.conditions();
         node.status.images = self.runtime.images();
         let response = client
-            .register(self.request(pb::RegisterRequest {
-                node: Some(node_to_pb(&node)),
-            }))
+            .register(
+                self.request(pb::RegisterRequest {
+                    node: Some(node_to_pb(&node)),
+                    resource_slices: self
+                        .node
+                        .devices
+                        .for_node(&self.node.name)
+                        .into_iter()
+                        .map(|s| object_to_pb(&Object::ResourceSlice(s)))
+                        .collect(),
+                }),
+            )
             .await
             .map_err(|source| Error::Register {
                 node: self.node.name.clone(),

@@ -118,6 +118,15 @@ pub enum Error {
         /// The count asked for.
         count: u32,
     },
+    /// The `--devices` file cannot be read or holds no valid ResourceSlices, or it and
+    /// `--gpus` publish the same driver.
+    #[error("--devices {path}: {reason}")]
+    Devices {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong (with the document and field path when known).
+        reason: String,
+    },
 }
 
 /// A result with the agent's [`Error`].

@@ -25,6 +25,7 @@
 pub mod admission;
 pub mod cli;
 pub mod client;
+pub mod devices;
 pub mod error;
 pub mod eviction;
 pub mod housekeeping;

@@ -46,6 +46,8 @@ pub struct NodeConfig {
     pub pods: u32,
     /// The node's IP address, reported as `InternalIP` and as pods' `hostIP`.
     pub node_ip: Option<IpAddr>,
+    /// The devices it publishes (`--devices`, `--gpus`).
+    pub devices: crate::devices::Devices,
 }
 
 impl NodeConfig {
@@ -75,6 +77,7 @@ impl NodeConfig {
             memory,
             pods: args.pods,
             node_ip,
+            devices: crate::devices::Devices::load(args.devices.as_deref(), args.gpus.clone())?,
         })
     }
 

@@ -105,6 +105,7 @@ async fn simulated_node(
     if client
         .register(pb::RegisterRequest {
             node: Some(node(&name)),
+            ..Default::default()
         })
         .await
         .is_err()

@@ -314,6 +314,7 @@ async fn simulated_agent(
         client
             .register(pb::RegisterRequest {
                 node: Some(wire::node_to_pb(&node)),
+                ..Default::default()
             })
             .await
             .with_context(|| format!("registering {name}"))?;

@@ -45,6 +45,10 @@ pub struct DevArgs {
     /// Serve TLS, with a throwaway CA made for this cluster (in the data folder's `tls/`).
     #[arg(long)]
     pub tls: bool,
+    /// Simulated GPUs on each node, `N[:MODEL[:MEMORY]]` (the agents' `--gpus`); the
+    /// DeviceClass `gpu.berth.dev` is created with them.
+    #[arg(long, value_name = "N[:MODEL[:MEMORY]]", value_parser = gpus_flag)]
+    pub gpus: Option<String>,
 }
 
 /// A fresh random token: 32 bytes from the thread's CSPRNG (seeded by the OS), as hex.
@@ -374,6 +378,16 @@ async fn start_and_wait(
             Err(e) => return Err(e.context("the scheduler did not come up in time")),
         }
     };
+    if args.gpus.is_some() {
+        let class = Object::DeviceClass(berth_scheduler::lab::objects::gpu_class());
+        client
+            .apply(pb::ApplyRequest {
+                objects: vec![berth_proto::wire::object_to_pb(&class)],
+                dry_run: false,
+            })
+            .await
+            .context("creating the DeviceClass gpu.berth.dev")?;
+    }
     for i in 1..=args.nodes {
         let name = format!("node-{i}");
         let mut agent_args: Vec<String> = vec![
@@ -393,6 +407,9 @@ async fn start_and_wait(
         ];
         if let Some(ca) = &target.ca {
             agent_args.extend(["--ca".into(), ca.display().to_string()]);
+        }
+        if let Some(gpus) = &args.gpus {
+            agent_args.extend(["--gpus".into(), gpus.clone()]);
         }
         let token = tokens.node_token(&name).unwrap_or_default();
         let child = spawn(
@@ -444,6 +461,11 @@ async fn start_and_wait(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Checks `--gpus` as the agents will, keeping it as written for them.
+fn gpus_flag(spec: &str) -> std::result::Result<String, String> {
+    berth_agent::devices::parse_gpus(spec).map(|_| spec.to_string())
 }
 
 /// Waits for Ctrl-C or SIGTERM (Ok), or for a process of the cluster to die (Err).

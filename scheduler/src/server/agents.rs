@@ -21,7 +21,7 @@ use berth_proto::model::{
 };
 use berth_proto::names;
 use berth_proto::pb;
-use berth_proto::wire::{from_json, node_from_pb, node_to_pb, pod_to_pb};
+use berth_proto::wire::{from_json, node_from_pb, node_to_pb, object_of_kind, pod_to_pb};
 use berth_store::{ObjectStore, Op, Precondition};
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, StreamExt};
@@ -513,12 +513,31 @@ impl pb::agent_server::Agent for AgentService {
         let caller = req.extensions().get::<Caller>().cloned();
         let node = node_from_pb(req.get_ref().node.as_ref(), "node")
             .map_err(|e| Error::BadRequest(e.to_string()))?;
+        let slices = req
+            .get_ref()
+            .resource_slices
+            .iter()
+            .enumerate()
+            .map(|(i, msg)| {
+                match object_of_kind(
+                    Some(msg),
+                    Kind::ResourceSlice,
+                    &format!("resourceSlices[{i}]"),
+                ) {
+                    Ok(Object::ResourceSlice(s)) => Ok(s),
+                    Ok(_) => unreachable!("a KIND_RESOURCE_SLICE message decodes as a slice"),
+                    Err(e) => Err(Error::BadRequest(e.to_string())),
+                }
+            })
+            .collect::<Result<Vec<ResourceSlice>, Error>>()?;
         let this = self.clone();
         let node = blocking(move || -> Result<Node, Error> {
             if let Some(caller) = caller.as_ref().filter(|c| c.role == Role::Node) {
                 this.admit_node_credential(caller, &node)?;
             }
-            this.register(node, caller.as_ref())
+            let node = this.register(node, caller.as_ref())?;
+            super::node_slices::publish(this.store.as_ref(), &node, slices)?;
+            Ok(node)
         })
         .await?;
         self.health.record(&node.metadata.name);

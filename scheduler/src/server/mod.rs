@@ -36,6 +36,7 @@ pub mod informer;
 pub mod leadership;
 pub mod metrics;
 pub mod node_lifecycle;
+pub mod node_slices;
 pub mod quota;
 pub mod scheduling;
 pub mod security;

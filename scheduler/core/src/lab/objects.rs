@@ -25,22 +25,75 @@ pub fn gpu_class() -> DeviceClass {
     }))
 }
 
-/// A node's GPUs as its node-local ResourceSlice: `gpu-0`..`gpu-{n-1}`, each with its model
-/// and index, and a capacity `milli` of 1000 that several claims may share (any whole
-/// number of thousandths, 1 to 1000).
-pub fn gpu_slice(node: &str, gpus: u32, model: &str) -> ResourceSlice {
-    let devices: Vec<Value> = (0..gpus)
+/// A node's GPUs: how many, their model, and (when given) each one's memory. The one
+/// description of a GPU device behind [`gpu_slice`], used by the lab and by agents'
+/// `--gpus`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gpus {
+    /// How many GPUs.
+    pub count: u32,
+    /// The `model` attribute of each.
+    pub model: String,
+    /// Each GPU's memory, as a `memory` capacity, when given.
+    pub memory: Option<berth_model::Quantity>,
+}
+
+/// A stable UUID-like identifier of GPU `index` of `node` (`GPU-xxxxxxxx-xxxx-...`, as
+/// NVIDIA's driver names GPUs), the same on every run.
+fn gpu_uuid(node: &str, index: u32) -> String {
+    // FNV-1a over the node name and index, twice with different offsets: 128 bits.
+    let hash = |offset: u64| {
+        let mut h = offset;
+        for b in node.bytes().chain(index.to_le_bytes()) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    };
+    let hex = format!(
+        "{:016x}{:016x}",
+        hash(0xcbf2_9ce4_8422_2325),
+        hash(0x84222325_cbf29ce4)
+    );
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// A node's GPUs as its node-local ResourceSlice (driver `gpu.berth.dev`, pool = the node):
+/// `gpu-0`..`gpu-{n-1}`, each with attributes `model`, `index` and `uuid`, a capacity
+/// `milli` of 1000 that several claims may share (any whole number of thousandths, 1 to
+/// 1000; a claim that asks none takes all 1000), and with `memory` given a `memory`
+/// capacity that a claim consumes only as far as it asks for it.
+pub fn gpu_slice(node: &str, gpus: &Gpus) -> ResourceSlice {
+    let devices: Vec<Value> = (0..gpus.count)
         .map(|i| {
+            let mut capacity = json!({SHARE_CAPACITY: {
+                "value": MILLI_GPU.to_string(),
+                "requestPolicy": {
+                    "default": MILLI_GPU.to_string(),
+                    "validRange": {"min": "1", "max": MILLI_GPU.to_string(), "step": "1"}
+                }
+            }});
+            if let Some(memory) = &gpus.memory {
+                capacity["memory"] = json!({
+                    "value": memory.to_string(),
+                    "requestPolicy": {"default": "0", "validRange": {"min": "0"}}
+                });
+            }
             json!({
                 "name": format!("gpu-{i}"),
-                "attributes": {MODEL_ATTRIBUTE: {"string": model}, "index": {"int": i}},
-                "capacity": {SHARE_CAPACITY: {
-                    "value": MILLI_GPU.to_string(),
-                    "requestPolicy": {
-                        "default": MILLI_GPU.to_string(),
-                        "validRange": {"min": "1", "max": MILLI_GPU.to_string(), "step": "1"}
-                    }
-                }},
+                "attributes": {
+                    MODEL_ATTRIBUTE: {"string": gpus.model},
+                    "index": {"int": i},
+                    "uuid": {"string": gpu_uuid(node, i)}
+                },
+                "capacity": capacity,
                 "allowMultipleAllocations": true
             })
         })
@@ -75,7 +128,12 @@ pub fn openb_cluster(nodes: &[TraceNode]) -> Vec<Object> {
         }));
         objects.push(Object::Node(node));
         if n.gpus > 0 {
-            let slice = gpu_slice(&n.name, n.gpus, n.model.as_deref().unwrap_or("unknown"));
+            let gpus = Gpus {
+                count: n.gpus,
+                model: n.model.clone().unwrap_or_else(|| "unknown".to_string()),
+                memory: None,
+            };
+            let slice = gpu_slice(&n.name, &gpus);
             objects.push(Object::ResourceSlice(slice));
         }
     }
@@ -134,6 +192,42 @@ mod tests {
     use super::*;
     use crate::lab::openb::parse_tasks;
     use berth_model::validate::validate_object;
+
+    #[test]
+    fn gpu_slices_are_valid_and_name_each_gpu() {
+        let cases = [
+            ("lab GPUs", None),
+            (
+                "with memory",
+                Some(berth_model::Quantity::parse("16Gi").expect("quantity")),
+            ),
+        ];
+        for (name, memory) in cases {
+            let gpus = Gpus {
+                count: 2,
+                model: "T4".into(),
+                memory,
+            };
+            let slice = gpu_slice("n1", &gpus);
+            validate_object(&Object::ResourceSlice(slice.clone()))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let devices = &slice.spec.devices;
+            assert_eq!(devices.len(), 2, "{name}");
+            assert_eq!(
+                devices[1].capacity.contains_key("memory"),
+                memory.is_some(),
+                "{name}"
+            );
+            let uuid = |d: usize| format!("{:?}", devices[d].attributes.get("uuid"));
+            assert!(
+                uuid(0).contains("GPU-") && uuid(0) != uuid(1),
+                "{name}: {}",
+                uuid(0)
+            );
+        }
+        assert_eq!(gpu_uuid("n1", 0), gpu_uuid("n1", 0), "stable");
+        assert_ne!(gpu_uuid("n1", 0), gpu_uuid("n2", 0));
+    }
 
     #[test]
     fn openb_objects_are_valid_kubernetes_objects() {

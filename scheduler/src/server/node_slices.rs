@@ -1,0 +1,262 @@
+//! The ResourceSlices an agent publishes for its node at registration (kubelet's
+//! ResourceSlice controller for its DRA drivers): stored on the node and owned by the Node
+//! (so the garbage collector removes them with it), each pool's generation bumped when its
+//! devices change, and the node's earlier slices that are no longer published deleted.
+
+use berth_proto::model::{Kind, Node, Object, ObjectKey, OwnerReference, ResourceSlice};
+use berth_store::{ObjectStore, Op, Precondition};
+
+use super::admission;
+use super::error::Error;
+
+/// Whether a stored slice is one an agent published for `node`: on the node and owned by a
+/// Node of that name (whatever its uid: a node deleted and registered again takes over its
+/// slices).
+fn is_published_for(slice: &ResourceSlice, node: &str) -> bool {
+    slice.spec.node_name.as_deref() == Some(node)
+        && slice
+            .metadata
+            .owner_references
+            .iter()
+            .any(|o| o.kind == "Node" && o.name == node)
+}
+
+/// The ops that make the store's slices of `node` the `published` ones: `published` slices
+/// are forced onto the node and owned by it; a slice whose spec (generation aside) and
+/// owner are unchanged is left alone, a changed one is updated with its pool's generation
+/// one higher, a new one created at generation 1, and a slice published before but not now
+/// deleted. Slices of the node that no agent published (applied by a user) are not touched.
+pub fn plan(node: &Node, published: Vec<ResourceSlice>, stored: &[ResourceSlice]) -> Vec<Op> {
+    let name = &node.metadata.name;
+    let owner = OwnerReference {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        name: name.clone(),
+        uid: node.metadata.uid.clone(),
+        controller: Some(true),
+        block_owner_deletion: None,
+    };
+    let ours: Vec<&ResourceSlice> = stored
+        .iter()
+        .filter(|s| is_published_for(s, name))
+        .collect();
+    let names: Vec<String> = published.iter().map(|s| s.metadata.name.clone()).collect();
+    let mut ops = Vec::new();
+    for mut slice in published {
+        slice.spec.node_name = Some(name.clone());
+        slice.spec.all_nodes = None;
+        slice.spec.node_selector = None;
+        slice.metadata.owner_references = vec![owner.clone()];
+        match stored
+            .iter()
+            .find(|s| s.metadata.name == slice.metadata.name)
+        {
+            Some(current) => {
+                let mut same = slice.spec.clone();
+                same.pool.generation = current.spec.pool.generation;
+                if same == current.spec
+                    && current.metadata.owner_references == slice.metadata.owner_references
+                {
+                    continue;
+                }
+                let bump = i64::from(same != current.spec);
+                slice.spec.pool.generation = current.spec.pool.generation + bump;
+                let mut meta = current.metadata.clone();
+                meta.owner_references = slice.metadata.owner_references.clone();
+                slice.metadata = meta;
+                ops.push(Op::Update {
+                    precondition: Precondition::ResourceVersion(
+                        current.metadata.resource_version.clone(),
+                    ),
+                    object: Object::ResourceSlice(slice),
+                });
+            }
+            None => {
+                slice.spec.pool.generation = 1;
+                ops.push(Op::Create(Object::ResourceSlice(slice)));
+            }
+        }
+    }
+    for old in ours {
+        if !names.contains(&old.metadata.name) {
+            ops.push(Op::Delete {
+                key: ObjectKey::new(Kind::ResourceSlice, "", &old.metadata.name),
+                precondition: Precondition::ResourceVersion(old.metadata.resource_version.clone()),
+            });
+        }
+    }
+    ops
+}
+
+/// Stores the slices `node`'s agent published, validated as any ResourceSlice (an invalid
+/// one refuses the registration, naming the field). Retries a few times on a conflict with
+/// another writer.
+pub fn publish(
+    store: &dyn ObjectStore,
+    node: &Node,
+    published: Vec<ResourceSlice>,
+) -> Result<(), Error> {
+    let mut last = None;
+    for _ in 0..5 {
+        let stored: Vec<ResourceSlice> = store
+            .list(Kind::ResourceSlice, None)?
+            .into_iter()
+            .filter_map(|o| match o {
+                Object::ResourceSlice(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        let mut ops = Vec::new();
+        for op in plan(node, published.clone(), &stored) {
+            ops.push(match op {
+                Op::Create(o) => Op::Create(admission::admit(store, o, &Default::default())?),
+                Op::Update {
+                    object,
+                    precondition,
+                } => Op::Update {
+                    object: admission::admit(store, object, &Default::default())?,
+                    precondition,
+                },
+                other => other,
+            });
+        }
+        if ops.is_empty() {
+            return Ok(());
+        }
+        match store.commit(ops) {
+            Ok(_) => return Ok(()),
+            Err(e @ berth_store::Error::Conflict { .. })
+            | Err(e @ berth_store::Error::AlreadyExists { .. }) => last = Some(e),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(last.expect("the loop ran").into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_model::testing::{DeviceBuilder, NodeBuilder, ResourceSliceBuilder};
+
+    fn node(uid: &str) -> Node {
+        let mut n = NodeBuilder::new("n1").build();
+        n.metadata.uid = uid.into();
+        n
+    }
+
+    /// A slice `name` of n1 with devices `devices`, as the agent sends it.
+    fn sent(name: &str, devices: &[&str]) -> ResourceSlice {
+        let mut b = ResourceSliceBuilder::new("n1", "gpu.berth.dev");
+        for d in devices {
+            b = b.device(DeviceBuilder::new(d));
+        }
+        let mut s = b.build();
+        s.metadata.name = name.into();
+        s.spec.pool.generation = 0;
+        s
+    }
+
+    /// The same slice as stored after an earlier registration of node uid `uid`, at
+    /// `generation`.
+    fn stored(name: &str, devices: &[&str], uid: &str, generation: i64) -> ResourceSlice {
+        let mut s = sent(name, devices);
+        s.spec.pool.generation = generation;
+        s.metadata.resource_version = "7".into();
+        s.metadata.owner_references = vec![OwnerReference {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            name: "n1".into(),
+            uid: uid.into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }];
+        s
+    }
+
+    /// An op as (verb, slice name, generation).
+    fn summary(op: &Op) -> (&'static str, String, i64) {
+        let generation = |o: &Object| match o {
+            Object::ResourceSlice(s) => s.spec.pool.generation,
+            _ => -1,
+        };
+        match op {
+            Op::Create(o) => ("create", o.meta().name.clone(), generation(o)),
+            Op::Update { object, .. } => ("update", object.meta().name.clone(), generation(object)),
+            Op::Delete { key, .. } => ("delete", key.name.clone(), 0),
+            Op::Upsert(o) => ("upsert", o.meta().name.clone(), generation(o)),
+        }
+    }
+
+    #[test]
+    fn registration_makes_the_nodes_slices_the_published_ones() {
+        let user_slice = {
+            let mut s = sent("by-hand", &["x"]);
+            s.spec.driver = "other.example.com".into();
+            s
+        };
+        // (case, published, stored, want ops)
+        let cases: Vec<(
+            &str,
+            Vec<ResourceSlice>,
+            Vec<ResourceSlice>,
+            Vec<(&str, &str, i64)>,
+        )> = vec![
+            (
+                "first registration",
+                vec![sent("n1-gpu", &["gpu-0"])],
+                vec![],
+                vec![("create", "n1-gpu", 1)],
+            ),
+            (
+                "same devices again: nothing",
+                vec![sent("n1-gpu", &["gpu-0"])],
+                vec![stored("n1-gpu", &["gpu-0"], "u1", 3)],
+                vec![],
+            ),
+            (
+                "devices changed: next generation",
+                vec![sent("n1-gpu", &["gpu-0", "gpu-1"])],
+                vec![stored("n1-gpu", &["gpu-0"], "u1", 3)],
+                vec![("update", "n1-gpu", 4)],
+            ),
+            (
+                "node registered again with a new uid: owner updated, same generation",
+                vec![sent("n1-gpu", &["gpu-0"])],
+                vec![stored("n1-gpu", &["gpu-0"], "old-uid", 3)],
+                vec![("update", "n1-gpu", 3)],
+            ),
+            (
+                "no longer published: deleted",
+                vec![],
+                vec![stored("n1-gpu", &["gpu-0"], "u1", 1)],
+                vec![("delete", "n1-gpu", 0)],
+            ),
+            (
+                "a user's slice of the node is left alone",
+                vec![],
+                vec![user_slice],
+                vec![],
+            ),
+        ];
+        for (name, published, stored, want) in cases {
+            let ops = plan(&node("u1"), published, &stored);
+            let got: Vec<(&str, String, i64)> = ops.iter().map(summary).collect();
+            let want: Vec<(&str, String, i64)> = want
+                .into_iter()
+                .map(|(v, n, g)| (v, n.to_string(), g))
+                .collect();
+            assert_eq!(got, want, "{name}");
+            for op in &ops {
+                if let Op::Create(Object::ResourceSlice(s))
+                | Op::Update {
+                    object: Object::ResourceSlice(s),
+                    ..
+                } = op
+                {
+                    assert_eq!(s.spec.node_name.as_deref(), Some("n1"), "{name}");
+                    assert_eq!(s.metadata.owner_references[0].uid, "u1", "{name}");
+                }
+            }
+        }
+    }
+}
