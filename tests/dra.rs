@@ -249,11 +249,16 @@ fn template_pod(name: &str, template: &str, script: &str) -> String {
     )
 }
 
+/// The objects of a resource (`resourceclaims`) in the store, as JSON objects.
+fn items(cluster: &TestCluster, resource: &str) -> Vec<serde_json::Value> {
+    let json = cluster.berth_ok(&["get", resource, "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&json).expect("list JSON");
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
 /// The claims in the store, as JSON objects.
 fn claims_json(cluster: &TestCluster) -> Vec<serde_json::Value> {
-    let json = cluster.berth_ok(&["get", "resourceclaims", "-o", "json"]);
-    let list: serde_json::Value = serde_json::from_str(&json).expect("claims JSON");
-    list["items"].as_array().cloned().unwrap_or_default()
+    items(cluster, "resourceclaims")
 }
 
 #[test]
@@ -398,9 +403,7 @@ spec:
 
 /// The ResourceSlices in the store, as JSON objects.
 fn slices_json(cluster: &TestCluster) -> Vec<serde_json::Value> {
-    let json = cluster.berth_ok(&["get", "resourceslices", "-o", "json"]);
-    let list: serde_json::Value = serde_json::from_str(&json).expect("slices JSON");
-    list["items"].as_array().cloned().unwrap_or_default()
+    items(cluster, "resourceslices")
 }
 
 /// Issue 11's walkthrough on nodes whose agents publish GPUs with `--gpus`: a pod gets a

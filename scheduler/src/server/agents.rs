@@ -476,15 +476,7 @@ impl AgentService {
                 claims.insert(r.name, c);
             }
         }
-        let slices: Vec<ResourceSlice> = self
-            .store
-            .list(Kind::ResourceSlice, None)?
-            .into_iter()
-            .filter_map(|o| match o {
-                Object::ResourceSlice(s) => Some(s),
-                _ => None,
-            })
-            .collect();
+        let slices = super::node_slices::stored_slices(self.store.as_ref())?;
         let device = |driver: &str, pool: &str, name: &str| {
             dra::env::find_device(&slices, driver, pool, name)
         };

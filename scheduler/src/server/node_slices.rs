@@ -88,6 +88,18 @@ pub fn plan(node: &Node, published: Vec<ResourceSlice>, stored: &[ResourceSlice]
     ops
 }
 
+/// Every ResourceSlice in the store.
+pub fn stored_slices(store: &dyn ObjectStore) -> Result<Vec<ResourceSlice>, Error> {
+    Ok(store
+        .list(Kind::ResourceSlice, None)?
+        .into_iter()
+        .filter_map(|o| match o {
+            Object::ResourceSlice(s) => Some(s),
+            _ => None,
+        })
+        .collect())
+}
+
 /// Stores the slices `node`'s agent published, validated as any ResourceSlice (an invalid
 /// one refuses the registration, naming the field). Retries a few times on a conflict with
 /// another writer.
@@ -98,14 +110,7 @@ pub fn publish(
 ) -> Result<(), Error> {
     let mut last = None;
     for _ in 0..5 {
-        let stored: Vec<ResourceSlice> = store
-            .list(Kind::ResourceSlice, None)?
-            .into_iter()
-            .filter_map(|o| match o {
-                Object::ResourceSlice(s) => Some(s),
-                _ => None,
-            })
-            .collect();
+        let stored = stored_slices(store)?;
         let mut ops = Vec::new();
         for op in plan(node, published.clone(), &stored) {
             ops.push(match op {
