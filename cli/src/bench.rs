@@ -29,6 +29,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 use tonic::transport::{Channel, Endpoint};
 
+mod ab;
+
 /// Simulated agents per gRPC connection (HTTP/2 servers cap concurrent streams).
 const SESSIONS_PER_CONNECTION: usize = 100;
 /// Registrations in flight at once.
@@ -80,10 +82,20 @@ pub struct BenchArgs {
     /// Folder for the store (and the scheduler's log); a temporary folder when left out.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    /// Compare with another Berth binary: this one (A) and that one (B) run the workload
+    /// alternately, each as a child process, and the medians and the ratio B/A are reported.
+    #[arg(long, value_name = "OTHER_BERTH_BINARY")]
+    pub ab: Option<PathBuf>,
+    /// Rounds of the comparison (one run of each binary per round).
+    #[arg(long, default_value_t = 5, requires = "ab")]
+    pub rounds: usize,
 }
 
-/// Runs the benchmark and prints its report on stdout.
+/// Runs the benchmark (or, with `--ab`, the comparison) and prints its report on stdout.
 pub async fn run(args: BenchArgs) -> Result<()> {
+    if let Some(other) = &args.ab {
+        return ab::run(&args, other, args.rounds).await;
+    }
     let mut workload = Workload::new(args.workload);
     if let Some(nodes) = args.nodes {
         if nodes == 0 {

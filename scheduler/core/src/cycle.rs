@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashSet};
 use tracing::field::Empty;
 
 use crate::framework::{
-    run_filters_with_nominated_pods, Code, CycleState, Diagnosis, NodeInfo, NominatedPods,
+    run_filters_with_nominated_pods, Code, CycleState, Diagnosis, Filter, NodeInfo, NominatedPods,
     Nomination, PluginError, PodInfo, PostFilterInput, PostFilterOutcome, PreFilterOutcome,
     PreScoreInput, Rejection, Snapshot, TieBreak, MAX_NODE_SCORE,
 };
@@ -341,8 +341,10 @@ impl Algorithm {
             num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, n)
         };
         let start = self.next_start_node_index;
+        let filters = state.filters_to_run(&profile.filters);
         let pass = FilterPass {
             profile,
+            filters: &filters,
             state,
             pod,
             snapshot,
@@ -350,7 +352,7 @@ impl Algorithm {
             start,
             to_find,
         };
-        let outcome = if profile.filters.is_empty() {
+        let outcome = if filters.is_empty() {
             pass.without_filters()
         } else if n > PARALLEL_FILTER_THRESHOLD {
             pass.parallel()
@@ -584,7 +586,7 @@ fn evaluate_nominated_node(
     }
     let index = snapshot.node_index(name)?;
     run_filters_with_nominated_pods(
-        &profile.filters,
+        &state.filters_to_run(&profile.filters),
         &profile.pre_filters,
         state,
         pod,
@@ -605,6 +607,8 @@ struct FilterOutcome {
 /// One pass of the filters over the candidates, from `start`, wrapping around.
 struct FilterPass<'a> {
     profile: &'a Profile,
+    /// The profile's filters less those the PreFilters skipped.
+    filters: &'a [Arc<dyn Filter>],
     state: &'a CycleState,
     pod: &'a PodInfo,
     snapshot: &'a Snapshot,
@@ -622,7 +626,7 @@ impl FilterPass<'_> {
 
     fn check(&self, i: usize) -> Option<Rejection> {
         run_filters_with_nominated_pods(
-            &self.profile.filters,
+            self.filters,
             &self.profile.pre_filters,
             self.state,
             self.pod,
@@ -875,6 +879,10 @@ fn prioritize_nodes(
     let mut totals = vec![0i64; infos.len()];
     let mut scores = vec![0i64; infos.len()];
     for (plugin, weight) in &profile.scores {
+        if state.skips_score(plugin.name()) {
+            // kube's Skip from PreScore: the plugin adds nothing to any node.
+            continue;
+        }
         if infos.len() > PARALLEL_SCORE_THRESHOLD {
             scores
                 .par_iter_mut()
@@ -1469,6 +1477,7 @@ mod tests {
             let pod = pod();
             let pass = FilterPass {
                 profile: &profile,
+                filters: &profile.filters,
                 state: &state,
                 pod: &pod,
                 snapshot: &snap,
@@ -1669,6 +1678,67 @@ mod tests {
                 want_calls,
                 "explain={explain}"
             );
+        }
+    }
+
+    /// A PreFilter and PreScore that reports kube's Skip for the named plugins.
+    struct Skipper {
+        filters: &'static [&'static str],
+        scores: &'static [&'static str],
+    }
+
+    impl Plugin for Skipper {
+        fn name(&self) -> &'static str {
+            "Skipper"
+        }
+    }
+
+    impl PreFilter for Skipper {
+        fn pre_filter(
+            &self,
+            state: &mut CycleState,
+            _: &PodInfo,
+            _: &Snapshot,
+        ) -> Result<PreFilterOutcome, PluginError> {
+            for &name in self.filters {
+                state.skip_filter(name);
+            }
+            Ok(PreFilterOutcome::AllNodes)
+        }
+    }
+
+    impl PreScore for Skipper {
+        fn pre_score(&self, state: &mut CycleState, _: &PreScoreInput) -> Result<(), PluginError> {
+            for &name in self.scores {
+                state.skip_score(name);
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn skipped_filters_and_scores_do_not_run() {
+        // F rejects nodes 0 and 1; S (weight 2) prefers high indices, T low ones.
+        let cases: [(&[&str], &[&str], usize, bool, bool); 4] = [
+            (&[], &[], 3, true, true),
+            (&["F"], &[], 3, false, true),
+            (&[], &["S"], 2, true, false),
+            (&["F"], &["S"], 0, false, false),
+        ];
+        for (filters, scores, want, f_runs, s_runs) in cases {
+            let f = FakeFilter::new("F", |i| i < 2, "nope", Code::Unschedulable);
+            let s = FakeScore::new("S", |i| i as i64 * 10, None);
+            let t = FakeScore::new("T", |i| 10 - i as i64, None);
+            let mut profile = profile_with(vec![f.clone()], vec![(s.clone(), 2), (t, 1)]);
+            let skipper = Arc::new(Skipper { filters, scores });
+            profile.pre_filters = vec![skipper.clone()];
+            profile.pre_scores = vec![skipper];
+            let result = attempt(&profile, 4, false);
+            let name = format!("skip filters {filters:?}, scores {scores:?}");
+            assert_eq!(scheduled(&result).0, node_name(want), "{name}");
+            assert_eq!(f.calls() > 0, f_runs, "{name}: F");
+            let s_calls = s.score_calls.load(Ordering::Relaxed);
+            assert_eq!(s_calls > 0, s_runs, "{name}: S");
         }
     }
 

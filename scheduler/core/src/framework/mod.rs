@@ -47,6 +47,12 @@ pub struct CycleState {
     values: Vec<StateValue>,
     /// Whether every node must be evaluated (no early stop), as `berth sim --explain` asks.
     pub evaluate_all_nodes: bool,
+    /// Plugins whose PreFilter found nothing to check (kube's Skip status): their Filter
+    /// does not run in this cycle.
+    skipped_filters: Vec<&'static str>,
+    /// Plugins whose PreScore found nothing to score (kube's Skip status): their Score does
+    /// not run in this cycle and adds nothing to any node.
+    skipped_scores: Vec<&'static str>,
 }
 
 /// One typed value of a [`CycleState`], with the function that copies it on write.
@@ -85,6 +91,43 @@ impl CycleState {
             Some(slot) => *slot = entry,
             None => self.values.push(entry),
         }
+    }
+
+    /// kube's Skip status from a PreFilter: `plugin` has nothing to check for this pod, so
+    /// its Filter does not run in this cycle (every node passes it).
+    pub fn skip_filter(&mut self, plugin: &'static str) {
+        if !self.skipped_filters.contains(&plugin) {
+            self.skipped_filters.push(plugin);
+        }
+    }
+
+    /// kube's Skip status from a PreScore: `plugin` has nothing to score for this pod, so
+    /// its Score does not run in this cycle (it adds nothing to any node).
+    pub fn skip_score(&mut self, plugin: &'static str) {
+        if !self.skipped_scores.contains(&plugin) {
+            self.skipped_scores.push(plugin);
+        }
+    }
+
+    /// Whether this cycle skips `plugin`'s Score ([`CycleState::skip_score`]).
+    pub fn skips_score(&self, plugin: &str) -> bool {
+        self.skipped_scores.contains(&plugin)
+    }
+
+    /// The filters this cycle runs: `filters` without those skipped
+    /// ([`CycleState::skip_filter`]). Borrowed when none is skipped; computed once per cycle
+    /// (or preemption dry run), never per node.
+    pub fn filters_to_run<'a>(&self, filters: &'a [Arc<dyn Filter>]) -> Cow<'a, [Arc<dyn Filter>]> {
+        if self.skipped_filters.is_empty() {
+            return Cow::Borrowed(filters);
+        }
+        Cow::Owned(
+            filters
+                .iter()
+                .filter(|f| !self.skipped_filters.contains(&f.name()))
+                .cloned()
+                .collect(),
+        )
     }
 
     /// The stored value of type `T`.

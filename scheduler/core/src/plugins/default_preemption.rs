@@ -22,6 +22,7 @@
 //!    highest victim priority, the lowest sum of priorities, the fewest victims, the latest
 //!    start among the highest-priority victims, then the first node.
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::hash::Hasher;
@@ -34,8 +35,8 @@ use serde::{Deserialize, Serialize};
 use super::InvalidArgs;
 use crate::framework::hash::FastHasher;
 use crate::framework::{
-    run_filters_with_nominated_pods, Code, CycleState, Diagnosis, DisruptionBudget, NodeInfo,
-    Nomination, Plugin, PodInfo, PostFilter, PostFilterInput, PostFilterOutcome, Profile,
+    run_filters_with_nominated_pods, Code, CycleState, Diagnosis, DisruptionBudget, Filter,
+    NodeInfo, Nomination, Plugin, PodInfo, PostFilter, PostFilterInput, PostFilterOutcome, Profile,
     Rejection, Snapshot, Victim,
 };
 
@@ -202,6 +203,7 @@ impl PostFilter for DefaultPreemption {
         }
         let mut dry_run = DryRun {
             profile,
+            filters: state.filters_to_run(&profile.filters),
             pod,
             snapshot,
             state: state.clone(),
@@ -466,6 +468,8 @@ fn split_by_budget(
 /// copied, never the snapshot.
 struct DryRun<'a> {
     profile: &'a Profile,
+    /// The profile's filters less those the cycle's PreFilters skipped.
+    filters: Cow<'a, [Arc<dyn Filter>]>,
     pod: &'a PodInfo,
     snapshot: &'a Snapshot,
     state: CycleState,
@@ -553,7 +557,7 @@ impl DryRun<'_> {
     /// there counted), or None when it fits.
     fn run_filters(&self, node: &NodeInfo) -> Option<Rejection> {
         run_filters_with_nominated_pods(
-            &self.profile.filters,
+            &self.filters,
             &self.profile.pre_filters,
             &self.state,
             self.pod,

@@ -267,6 +267,8 @@ impl PreFilter for DynamicResources {
         snapshot: &Snapshot,
     ) -> Result<PreFilterOutcome, PluginError> {
         if pod_claim_refs(&pod.pod).is_empty() {
+            // kube's Skip: a pod without claims has nothing for Filter to check.
+            state.skip_filter(NAME);
             return Ok(PreFilterOutcome::AllNodes);
         }
         match prepare(snapshot.dra(), pod) {

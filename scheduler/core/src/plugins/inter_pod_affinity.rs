@@ -428,6 +428,7 @@ impl PreFilter for InterPodAffinity {
             !(pod.required_affinity.is_empty() && pod.required_anti_affinity.is_empty());
         // Nothing to count at all: no cache work either.
         if !has_required_terms && !snapshot.has_pods_with_required_anti_affinity() {
+            state.skip_filter(NAME);
             return Ok(PreFilterOutcome::AllNodes);
         }
         let cached = self.pre_filter_cache.get(
@@ -439,6 +440,7 @@ impl PreFilter for InterPodAffinity {
         // Like kube's Skip: with nothing to check, no state is kept and Filter (and the
         // preemption updates) have nothing to do.
         if cached.existing_anti_affinity.is_empty() && !has_required_terms {
+            state.skip_filter(NAME);
             return Ok(PreFilterOutcome::AllNodes);
         }
         // A copy of the counts' handles; preemption's updates copy on write.
@@ -574,10 +576,12 @@ impl PreScore for InterPodAffinity {
         let has_preferences =
             !(pod.preferred_affinity.is_empty() && pod.preferred_anti_affinity.is_empty());
         if self.args.ignore_preferred_terms_of_existing_pods && !has_preferences {
+            state.skip_score(NAME);
             return Ok(());
         }
         // Without preferences of its own, only existing pods' terms can score the pod.
         if !has_preferences && !snapshot.has_pods_with_affinity() {
+            state.skip_score(NAME);
             return Ok(());
         }
         let pod_ns_labels = snapshot.namespace_labels(&pod.pod.metadata.namespace);

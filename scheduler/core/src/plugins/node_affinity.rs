@@ -426,12 +426,20 @@ impl PreFilter for NodeAffinityPlugin {
         pod: &PodInfo,
         _snapshot: &Snapshot,
     ) -> Result<PreFilterOutcome, PluginError> {
+        let Some(required) = required_node_selector(&pod.pod) else {
+            if self.added_required.is_none() && pod.pod.spec.node_selector.is_empty() {
+                // kube's Skip: no nodeSelector, no required affinity, none added by args.
+                state.skip_filter(NAME);
+            } else {
+                state.insert(PreFilterState {
+                    required: RequiredNodeAffinity::from_pod(&pod.pod),
+                });
+            }
+            return Ok(PreFilterOutcome::AllNodes);
+        };
         state.insert(PreFilterState {
             required: RequiredNodeAffinity::from_pod(&pod.pod),
         });
-        let Some(required) = required_node_selector(&pod.pod) else {
-            return Ok(PreFilterOutcome::AllNodes);
-        };
         Ok(match pinned_node_names(required) {
             None => PreFilterOutcome::AllNodes,
             Some(names) if names.is_empty() => {
@@ -473,6 +481,11 @@ impl PreScore for NodeAffinityPlugin {
                 e.field, e.problem
             ),
         })?;
+        if preferred.is_empty() && self.added_preferred.is_none() {
+            // kube's Skip: no preferred term, neither the pod's nor added by args.
+            state.skip_score(NAME);
+            return Ok(());
+        }
         state.insert(PreScoreState { preferred });
         Ok(())
     }

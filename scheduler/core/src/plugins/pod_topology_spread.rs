@@ -357,6 +357,8 @@ impl PreFilter for PodTopologySpread {
     ) -> Result<PreFilterOutcome, PluginError> {
         let constraints = self.constraints(&pod.pod, UnsatisfiableConstraintAction::DoNotSchedule);
         if constraints.is_empty() {
+            // kube's Skip: no hard constraint for Filter to check.
+            state.skip_filter(NAME);
             return Ok(PreFilterOutcome::AllNodes);
         }
         let required_node_affinity = RequiredNodeAffinity::from_pod(&pod.pod);
@@ -486,6 +488,8 @@ impl PreScore for PodTopologySpread {
         }
         let constraints = self.constraints(&pod.pod, UnsatisfiableConstraintAction::ScheduleAnyway);
         if constraints.is_empty() {
+            // kube's Skip: no soft constraint (of the pod's or the defaults) to score.
+            state.skip_score(NAME);
             return Ok(());
         }
         // kube requires every key only for the pod's own or listed defaults, so that the
