@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
 use berth_proto::model::Object;
 use berth_proto::names;
@@ -366,6 +367,12 @@ async fn start_and_wait(
 ) -> Result<()> {
     let server = target.server.as_str();
     let deadline = tokio::time::Instant::now() + args.timeout;
+    let mut stderr = std::io::stderr();
+    let mut progress = Progress::new(std::io::IsTerminal::is_terminal(&stderr));
+    progress.line_to(
+        &mut stderr,
+        &format!("waiting for the scheduler at {server}"),
+    )?;
     let mut client = loop {
         if let Some(status) = cluster.scheduler.try_wait()? {
             bail!("the scheduler exited ({status}) before it was ready");
@@ -451,8 +458,13 @@ async fn start_and_wait(
             })
             .count();
         if ready == cluster.agents.len() {
+            progress.finish_to(&mut stderr)?;
             return Ok(());
         }
+        progress.line_to(
+            &mut stderr,
+            &format!("{ready} of {} nodes Ready", cluster.agents.len()),
+        )?;
         if tokio::time::Instant::now() >= deadline {
             bail!(
                 "only {ready} of {} nodes became Ready in time",

@@ -1,17 +1,24 @@
-//! Progress of long waits (`rollout status`, `wait`): on a terminal one status line that is
-//! rewritten in place, with a spinner and the time waited; when the output is piped, each new
-//! status as a plain line of its own (a status repeated unchanged is not printed again).
+//! Progress of long waits (`rollout status`, `wait`, `berth dev` starting): on a terminal one
+//! status line that is rewritten in place, with a spinner and the time waited; when the
+//! output is piped, each new status as a plain line of its own (a status repeated unchanged
+//! is not printed again), or nothing for a verb whose piped output is kubectl's (`wait`).
 
-use std::time::Instant;
+use std::io::Write;
+use std::time::{Duration, Instant};
 
 use crate::cmd::Context;
 
 /// Frames of the spinner shown on a terminal.
 const SPINNER: [char; 4] = ['|', '/', '-', '\\'];
 
+/// How often a wait on a terminal redraws its status line (the spinner and the time).
+pub const REDRAW: Duration = Duration::from_millis(250);
+
 /// A status line that follows a long wait.
 pub struct Progress {
     terminal: bool,
+    /// Whether statuses are written when the output is not a terminal.
+    piped_lines: bool,
     started: Instant,
     frame: usize,
     last: Option<String>,
@@ -23,6 +30,7 @@ impl Progress {
     pub fn new(terminal: bool) -> Self {
         Progress {
             terminal,
+            piped_lines: true,
             started: Instant::now(),
             frame: 0,
             last: None,
@@ -30,9 +38,25 @@ impl Progress {
         }
     }
 
+    /// A display that shows nothing unless the output is a terminal.
+    pub fn terminal_only(terminal: bool) -> Self {
+        Progress {
+            piped_lines: false,
+            ..Progress::new(terminal)
+        }
+    }
+
+    /// Whether the status is drawn in place (a wait should then redraw every [`REDRAW`]).
+    pub fn is_terminal(&self) -> bool {
+        self.terminal
+    }
+
     /// The text to write for a new status (empty when nothing is to be written).
     pub fn render(&mut self, message: &str) -> String {
         if !self.terminal {
+            if !self.piped_lines {
+                return String::new();
+            }
             if self.last.as_deref() == Some(message) {
                 return String::new();
             }
@@ -55,16 +79,30 @@ impl Progress {
         }
     }
 
-    /// Shows a new status.
+    /// Shows a new status on a verb's output.
     pub fn line(&mut self, ctx: &mut Context<'_>, message: &str) -> std::io::Result<()> {
         let text = self.render(message);
         ctx.print(&text)
     }
 
-    /// Ends the display, before the final message is printed.
+    /// Ends the display on a verb's output, before the final message is printed.
     pub fn finish(&mut self, ctx: &mut Context<'_>) -> std::io::Result<()> {
         let text = self.render_finish();
         ctx.print(&text)
+    }
+
+    /// Shows a new status on `out`.
+    pub fn line_to(&mut self, out: &mut dyn Write, message: &str) -> std::io::Result<()> {
+        let text = self.render(message);
+        out.write_all(text.as_bytes())?;
+        out.flush()
+    }
+
+    /// Ends the display on `out`.
+    pub fn finish_to(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        let text = self.render_finish();
+        out.write_all(text.as_bytes())?;
+        out.flush()
     }
 }
 
@@ -92,5 +130,12 @@ mod tests {
         assert_eq!(terminal.render("a"), "\r\x1b[2K/ a (0s)");
         assert_eq!(terminal.render_finish(), "\r\x1b[2K");
         assert_eq!(terminal.render_finish(), "");
+
+        let mut quiet = Progress::terminal_only(false);
+        assert_eq!(quiet.render("a"), "", "nothing when piped");
+        assert_eq!(quiet.render_finish(), "");
+        assert!(Progress::terminal_only(true)
+            .render("a")
+            .ends_with("a (0s)"));
     }
 }

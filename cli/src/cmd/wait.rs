@@ -14,6 +14,7 @@ use super::{object_ref, parse_targets, Context, Targets};
 use crate::client::WatchEventType;
 use crate::jsonpath::Template;
 use crate::output::object_value;
+use crate::progress::{Progress, REDRAW};
 
 /// Flags of `berth wait`.
 #[derive(Args, Debug, Clone)]
@@ -178,6 +179,7 @@ pub async fn run(args: WaitArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     // (kind, namespace, name) of each object waited for, in order.
     let mut pending: Vec<(Kind, String, String)> = Vec::new();
     let mut failed = 0;
+    let mut progress = Progress::terminal_only(ctx.io_is_terminal());
     for kind in kinds
         .iter()
         .copied()
@@ -221,6 +223,7 @@ pub async fn run(args: WaitArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
                     .iter()
                     .find(|o| o.meta().name == name && (ns.is_empty() || o.meta().namespace == ns));
                 if k == kind && condition.met(object)? {
+                    progress.finish(ctx)?;
                     ctx.print(&format!("{} condition met\n", object_ref(kind, &name)))?;
                 } else {
                     still.push((k, ns, name));
@@ -233,6 +236,20 @@ pub async fn run(args: WaitArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
             let left = deadline.saturating_duration_since(Instant::now());
             let next = if left.is_zero() {
                 None
+            } else if progress.is_terminal() {
+                let waiting: Vec<String> = pending
+                    .iter()
+                    .map(|(k, _, name)| format!("{}/{name}", k.plural()))
+                    .collect();
+                progress.line(
+                    ctx,
+                    &format!("waiting for {} ({})", waiting.join(", "), args.condition),
+                )?;
+                match tokio::time::timeout(left.min(REDRAW), watch.next()).await {
+                    Ok(next) => next,
+                    // Only a redraw; the deadline is checked above.
+                    Err(_) => continue,
+                }
             } else {
                 tokio::time::timeout(left, watch.next())
                     .await
@@ -240,6 +257,7 @@ pub async fn run(args: WaitArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
                     .flatten()
             };
             let Some(event) = next else {
+                progress.finish(ctx)?;
                 for (k, _, name) in pending.iter().filter(|(k, _, _)| *k == kind) {
                     failed += 1;
                     ctx.error_line(&format!(
