@@ -923,17 +923,17 @@ async fn watch_loop(shared: Arc<Shared>) {
 /// Changes missed because history was compacted: make every receiver lag, so that it
 /// lists again. The broadcast channel only reports lag when it overflows, so it is filled
 /// past its capacity with the last change (already delivered; its revision is below any
-/// later list, so a receiver skips the repeats by revision).
+/// later list, so a receiver skips the repeats by revision), or with [`resync_filler`] when
+/// nothing was delivered yet.
 fn resync(shared: &Shared, compact_revision: i64) {
     let filler = shared
         .last_change
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    if let Some(filler) = filler {
-        for _ in 0..=CHANNEL_CAPACITY {
-            let _ = shared.changes.send(Arc::clone(&filler));
-        }
+        .clone()
+        .unwrap_or_else(|| Arc::new(resync_filler()));
+    for _ in 0..=CHANNEL_CAPACITY {
+        let _ = shared.changes.send(Arc::clone(&filler));
     }
     let resume = u64::try_from(compact_revision - 1).unwrap_or(0);
     shared.watched.send_if_modified(|w| {
@@ -943,6 +943,22 @@ fn resync(shared: &Shared, compact_revision: i64) {
         }
         newer
     });
+}
+
+/// A change at revision 0, below every list's revision, so every receiver skips it: the
+/// deletion of a namespace no one can create (its name is not a DNS label).
+fn resync_filler() -> Change {
+    Change {
+        change_type: ChangeType::Deleted,
+        object: Object::Namespace(berth_proto::model::Namespace {
+            metadata: berth_proto::model::ObjectMeta {
+                name: "berth:watch-resync".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        }),
+        revision: 0,
+    }
 }
 
 /// The change a watch event stands for, if its key is an object's.

@@ -39,6 +39,8 @@ mod etcd_store;
 mod object_store;
 mod objects;
 mod sled_store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use backend::Backend;
 pub use election::{ElectionConfig, Elector, FencedStore, Guard, Leadership, LocalElector};

@@ -1,0 +1,128 @@
+//! Test support (feature `testing`): a real etcd member on free loopback ports for tests
+//! that need one, and the rule for when `etcd` is missing: skip with a message, or fail
+//! when the `CI` environment variable is set.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Whether etcd tests can run here: `Ok` when `etcd` is on the PATH, else why not.
+pub fn etcd_available() -> Result<(), String> {
+    match Command::new("etcd")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
+        Ok(_) => Ok(()),
+        Err(_) => Err("`etcd` is not on the PATH (Debian: apt-get install etcd-server)".into()),
+    }
+}
+
+/// `true` when an etcd test should run. Without etcd it prints why the test is skipped and
+/// returns `false`, or panics when `CI` is set (CI must run every test).
+pub fn require_etcd() -> bool {
+    match etcd_available() {
+        Ok(()) => true,
+        Err(why) => skip_or_fail(&why),
+    }
+}
+
+/// Prints that an etcd test is skipped (returning `false`), or panics when `CI` is set.
+pub fn skip_or_fail(why: &str) -> bool {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set, so the etcd tests must run: {why}"
+    );
+    eprintln!("skipping an etcd test: {why}");
+    false
+}
+
+/// A single-member etcd cluster on loopback, with its data in a folder of its own; killed
+/// when dropped, and (through a parent-death signal) when the thread that started it ends.
+#[derive(Debug)]
+pub struct EtcdMember {
+    child: Child,
+    client_url: String,
+    dir: PathBuf,
+}
+
+impl EtcdMember {
+    /// Starts a member with its data and log (`etcd.log`) in `dir`, and returns once it
+    /// accepts connections.
+    pub fn start(dir: &Path) -> Result<Self, String> {
+        etcd_available()?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let (client, peer) = (free_port()?, free_port()?);
+        let client_url = format!("http://127.0.0.1:{client}");
+        let peer_url = format!("http://127.0.0.1:{peer}");
+        let log = std::fs::File::create(dir.join("etcd.log")).map_err(|e| e.to_string())?;
+        let mut command = Command::new("etcd");
+        command
+            .args(["--name", "test", "--data-dir"])
+            .arg(dir.join("data"))
+            .args(["--listen-client-urls", &client_url])
+            .args(["--advertise-client-urls", &client_url])
+            .args(["--listen-peer-urls", &peer_url])
+            .args(["--initial-advertise-peer-urls", &peer_url])
+            .args(["--initial-cluster", &format!("test={peer_url}")])
+            .stdout(Stdio::null())
+            .stderr(log);
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: prctl is async-signal-safe, and nothing else runs between fork and
+            // exec.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+        }
+        let child = command
+            .spawn()
+            .map_err(|e| format!("cannot start etcd: {e}"))?;
+        let mut member = EtcdMember {
+            child,
+            client_url,
+            dir: dir.to_path_buf(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", client)).is_err() {
+            if Instant::now() > deadline || matches!(member.child.try_wait(), Ok(Some(_))) {
+                return Err(format!(
+                    "etcd did not listen on {}; see {}",
+                    member.client_url,
+                    member.dir.join("etcd.log").display()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(member)
+    }
+
+    /// The client URL (`http://127.0.0.1:PORT`).
+    pub fn url(&self) -> &str {
+        &self.client_url
+    }
+
+    /// The `--store` value for a scheduler on this member (`etcd://127.0.0.1:PORT`).
+    pub fn store_url(&self) -> String {
+        self.client_url.replacen("http://", "etcd://", 1)
+    }
+}
+
+impl Drop for EtcdMember {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free loopback port: {e}"))
+}
