@@ -45,6 +45,8 @@ pub fn skip_or_fail(why: &str) -> bool {
 pub struct EtcdMember {
     child: Child,
     client_url: String,
+    client_port: u16,
+    peer_url: String,
     dir: PathBuf,
 }
 
@@ -54,52 +56,43 @@ impl EtcdMember {
     pub fn start(dir: &Path) -> Result<Self, String> {
         etcd_available()?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let (client, peer) = (free_port()?, free_port()?);
-        let client_url = format!("http://127.0.0.1:{client}");
+        let (client_port, peer) = (free_port()?, free_port()?);
+        let client_url = format!("http://127.0.0.1:{client_port}");
         let peer_url = format!("http://127.0.0.1:{peer}");
-        let log = std::fs::File::create(dir.join("etcd.log")).map_err(|e| e.to_string())?;
-        let mut command = Command::new("etcd");
-        command
-            .args(["--name", "test", "--data-dir"])
-            .arg(dir.join("data"))
-            .args(["--listen-client-urls", &client_url])
-            .args(["--advertise-client-urls", &client_url])
-            .args(["--listen-peer-urls", &peer_url])
-            .args(["--initial-advertise-peer-urls", &peer_url])
-            .args(["--initial-cluster", &format!("test={peer_url}")])
-            .stdout(Stdio::null())
-            .stderr(log);
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: prctl is async-signal-safe, and nothing else runs between fork and
-            // exec.
-            unsafe {
-                command.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-        }
-        let child = command
-            .spawn()
-            .map_err(|e| format!("cannot start etcd: {e}"))?;
+        let child = spawn(dir, &client_url, &peer_url)?;
         let mut member = EtcdMember {
             child,
             client_url,
+            client_port,
+            peer_url,
             dir: dir.to_path_buf(),
         };
+        member.wait_listening()?;
+        Ok(member)
+    }
+
+    /// Kills the member (SIGKILL, as a crash) and starts it again on the same ports and
+    /// data, returning once it accepts connections.
+    pub fn restart(&mut self) -> Result<(), String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = spawn(&self.dir, &self.client_url, &self.peer_url)?;
+        self.wait_listening()
+    }
+
+    fn wait_listening(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", client)).is_err() {
-            if Instant::now() > deadline || matches!(member.child.try_wait(), Ok(Some(_))) {
+        while std::net::TcpStream::connect(("127.0.0.1", self.client_port)).is_err() {
+            if Instant::now() > deadline || matches!(self.child.try_wait(), Ok(Some(_))) {
                 return Err(format!(
                     "etcd did not listen on {}; see {}",
-                    member.client_url,
-                    member.dir.join("etcd.log").display()
+                    self.client_url,
+                    self.dir.join("etcd.log").display()
                 ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(member)
+        Ok(())
     }
 
     /// The client URL (`http://127.0.0.1:PORT`).
@@ -118,6 +111,39 @@ impl Drop for EtcdMember {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts the etcd process of a member (appending to `etcd.log` in `dir`).
+fn spawn(dir: &Path, client_url: &str, peer_url: &str) -> Result<Child, String> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("etcd.log"))
+        .map_err(|e| e.to_string())?;
+    let mut command = Command::new("etcd");
+    command
+        .args(["--name", "test", "--data-dir"])
+        .arg(dir.join("data"))
+        .args(["--listen-client-urls", client_url])
+        .args(["--advertise-client-urls", client_url])
+        .args(["--listen-peer-urls", peer_url])
+        .args(["--initial-advertise-peer-urls", peer_url])
+        .args(["--initial-cluster", &format!("test={peer_url}")])
+        .stdout(Stdio::null())
+        .stderr(log);
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe, and nothing else runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+    command
+        .spawn()
+        .map_err(|e| format!("cannot start etcd: {e}"))
 }
 
 fn free_port() -> Result<u16, String> {
