@@ -115,7 +115,8 @@ impl Quantity {
             value = match divisor {
                 // Dividing by more than i128 can hold leaves at most a rounding remainder.
                 None => i128::from(value != 0),
-                Some(d) => (value + d - 1) / d,
+                // Rounded up without `value + d - 1`, which can overflow for long mantissas.
+                Some(d) => value / d + i128::from(value % d != 0),
             };
         }
         if value > i128::from(i64::MAX) * 1000 {
@@ -404,6 +405,19 @@ mod tests {
             Quantity::parse("99999999999999999999999999999999999999999"),
             Err(QuantityError::Overflow { .. })
         ));
+    }
+
+    #[test]
+    fn long_fractions_round_up_without_overflow() {
+        // Found by the fuzz target: 39 fraction digits made the rounding step overflow.
+        let q = Quantity::parse(".169142000000000000000000000000000000000").unwrap();
+        assert_eq!(q.millis(), 170);
+        assert_eq!(
+            Quantity::parse("0.000000000000000000000000000000000000001")
+                .unwrap()
+                .millis(),
+            1
+        );
     }
 
     #[test]
