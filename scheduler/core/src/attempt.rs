@@ -23,7 +23,7 @@ use berth_model::model::Pod;
 
 use crate::cycle::{Algorithm, Explanation, ScheduleOptions, ScheduleResult};
 use crate::dra::state::ClaimUpdate;
-use crate::framework::{PluginError, PodInfo, Snapshot};
+use crate::framework::{DevicePreference, PluginError, PodInfo, Snapshot};
 use crate::metrics::{self, result};
 use crate::nominator::Nominator;
 use crate::plugins::dynamic_resources;
@@ -248,7 +248,8 @@ impl Scheduler {
             ScheduleResult::Scheduled {
                 node, explanation, ..
             } => {
-                let claims = match self.reserve(uses_devices, &info, &node) {
+                let preference = profile.device_preference.clone();
+                let claims = match self.reserve(uses_devices, preference, &info, &node) {
                     Ok(claims) => claims,
                     Err(e) => {
                         metrics::attempt(result::ERROR, &profile_name, started.elapsed());
@@ -357,6 +358,7 @@ impl Scheduler {
     fn reserve(
         &self,
         uses_devices: bool,
+        preference: Option<Arc<dyn DevicePreference>>,
         info: &PodInfo,
         node: &str,
     ) -> Result<Vec<ClaimUpdate>, PluginError> {
@@ -366,7 +368,10 @@ impl Scheduler {
         let Some(node_info) = self.snapshot.node(node) else {
             return Ok(Vec::new());
         };
-        dynamic_resources::reserve(self.snapshot.dra(), info, node_info)
+        let preferred = preference
+            .map(|p| p.preferred_devices(info, node_info, &self.snapshot))
+            .unwrap_or_default();
+        dynamic_resources::reserve(self.snapshot.dra(), info, node_info, &preferred)
     }
 
     /// Assume: the pod is on `node` in the snapshot at once with its claims' allocations,

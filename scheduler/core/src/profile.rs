@@ -692,6 +692,9 @@ fn build_profile(
                             range: "[0, ...)",
                         });
                     }
+                    if profile.device_preference.is_none() {
+                        profile.device_preference = ps.device_preference.clone();
+                    }
                     profile.scores.push((score, weight));
                 }
             }

@@ -11,15 +11,21 @@
 //! scheduling attempt then ends with that error rather than treating the device as a
 //! non-match.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use berth_model::cel::{self, SelectorSource};
 use berth_model::model::{
     CapacityRequestPolicy, CapacityRequestPolicyRange, Device, DeviceAttribute, DeviceCapacity,
 };
 use berth_model::quantity::Quantity;
+
+use crate::framework::hash::{FastBuildHasher, FastHashMap};
+
+/// A set with [`crate::framework::hash::FastHasher`]: device ids are looked up per device
+/// per node in every cycle.
+type FastHashSet<T> = HashSet<T, FastBuildHasher>;
 
 /// kube's AllocationResultsMaxSize: most devices one claim may be allocated.
 pub const ALLOCATION_RESULTS_MAX_SIZE: usize = 32;
@@ -91,6 +97,42 @@ pub struct Pool {
     /// Whether its slices are local to one node (an allocation from it pins the claim to
     /// that node).
     pub node_local: bool,
+    /// Selector verdicts on its devices, kept as long as the pool (its devices never change).
+    pub selections: Arc<SelectionMemo>,
+}
+
+/// What selectors said of a pool's devices: by [`DeviceSelector::cache_key`], a verdict per
+/// device index. Errors are not kept.
+#[derive(Debug, Default)]
+pub struct SelectionMemo(Mutex<FastHashMap<String, Vec<Option<bool>>>>);
+
+impl SelectionMemo {
+    /// Whether the selector matches device `di` of `pool`, remembered per selector key.
+    fn matches(
+        pool: &Pool,
+        selector: &dyn DeviceSelector,
+        di: usize,
+    ) -> Result<bool, SelectorError> {
+        let Some(key) = selector.cache_key() else {
+            return selector.matches(&pool.driver, &pool.devices[di]);
+        };
+        let lock = || pool.selections.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&Some(known)) = lock().get(key).and_then(|v| v.get(di)) {
+            return Ok(known);
+        }
+        let verdict = selector.matches(&pool.driver, &pool.devices[di])?;
+        let mut memo = lock();
+        let verdicts = match memo.get_mut(key) {
+            Some(v) => v,
+            None => memo
+                .entry(key.to_string())
+                .or_insert_with(|| vec![None; pool.devices.len()]),
+        };
+        if let Some(slot) = verdicts.get_mut(di) {
+            *slot = Some(verdict);
+        }
+        Ok(verdict)
+    }
 }
 
 impl Pool {
@@ -114,6 +156,12 @@ pub enum SelectorError {
 pub trait DeviceSelector: Send + Sync + fmt::Debug {
     /// Whether the device of `driver` matches.
     fn matches(&self, driver: &str, device: &Device) -> Result<bool, SelectorError>;
+
+    /// A text that determines the verdicts: two selectors with the same key match the same
+    /// devices (a CEL selector's expression). None: the verdicts may not be remembered.
+    fn cache_key(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// kube's message for a selector that failed: `class gpu: selector #0: CEL runtime error:
@@ -221,13 +269,94 @@ pub struct ClaimSpec {
     pub constraints: Vec<Constraint>,
 }
 
+/// The shape of a set of claims: everything of them that decides whether a node's devices
+/// can satisfy them (requests, classes, selectors, counts, capacities, constraints), but
+/// not their names or uids. Equal keys, equal verdicts on the same devices.
+#[derive(Clone, Debug, Eq)]
+pub struct SpecKey {
+    /// A hash of `text`, compared first.
+    hash: u64,
+    text: Arc<str>,
+}
+
+impl PartialEq for SpecKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && (Arc::ptr_eq(&self.text, &other.text) || self.text == other.text)
+    }
+}
+
+/// The shape of `claims`, or None when one of their selectors has no
+/// [`DeviceSelector::cache_key`].
+pub fn spec_key(claims: &[ClaimSpec]) -> Option<SpecKey> {
+    use std::fmt::Write as _;
+    fn piece(out: &mut String, s: &str) {
+        let _ = write!(out, "{}:{s}", s.len());
+    }
+    fn selectors(out: &mut String, list: &[Arc<dyn DeviceSelector>]) -> Option<()> {
+        let _ = write!(out, "[{}", list.len());
+        for s in list {
+            piece(out, s.cache_key()?);
+        }
+        out.push(']');
+        Some(())
+    }
+    fn exact(out: &mut String, r: &ExactRequest) -> Option<()> {
+        piece(out, &r.name);
+        let class = r.class.as_ref()?;
+        piece(out, &class.name);
+        selectors(out, &class.selectors)?;
+        selectors(out, &r.selectors)?;
+        let _ = write!(out, "{:?}{}[", r.mode, r.admin_access);
+        for (name, q) in &r.capacity {
+            piece(out, name);
+            let _ = write!(out, "={q:?}");
+        }
+        out.push(']');
+        Some(())
+    }
+    let mut out = String::new();
+    for claim in claims {
+        let _ = write!(out, "C{}", claim.requests.len());
+        for request in &claim.requests {
+            match request {
+                Request::Exactly(r) => {
+                    out.push('E');
+                    exact(&mut out, r)?;
+                }
+                Request::FirstAvailable { name, alternatives } => {
+                    out.push('F');
+                    piece(&mut out, name);
+                    let _ = write!(out, "{}", alternatives.len());
+                    for a in alternatives {
+                        exact(&mut out, a)?;
+                    }
+                }
+            }
+        }
+        let _ = write!(out, "K{}", claim.constraints.len());
+        for c in &claim.constraints {
+            piece(&mut out, &c.match_attribute);
+            let _ = write!(out, "{}", c.requests.len());
+            for r in &c.requests {
+                piece(&mut out, r);
+            }
+        }
+    }
+    let mut h = crate::framework::hash::FastHasher::default();
+    std::hash::Hasher::write(&mut h, out.as_bytes());
+    Some(SpecKey {
+        hash: std::hash::Hasher::finish(&h),
+        text: out.into(),
+    })
+}
+
 /// Devices other claims hold: exclusively, or part of their capacity.
 #[derive(Clone, Debug, Default)]
 pub struct Allocated {
     /// Devices allocated whole (results without a share id).
-    pub exclusive: HashSet<DeviceId>,
+    pub exclusive: FastHashSet<DeviceId>,
     /// Capacity consumed of shared devices, per capacity name as in the device.
-    pub consumed: HashMap<DeviceId, BTreeMap<String, Quantity>>,
+    pub consumed: FastHashMap<DeviceId, BTreeMap<String, Quantity>>,
 }
 
 impl Allocated {
@@ -298,7 +427,32 @@ pub type Outcome = Result<Option<Vec<ClaimAllocation>>, AllocationError>;
 /// Allocates `claims` (all of them, or none) from `pools` for one node, leaving what
 /// `allocated` holds to its owners. Ok(None): the node cannot satisfy them.
 pub fn allocate(claims: &[ClaimSpec], pools: &[Pool], allocated: &Allocated) -> Outcome {
+    allocate_preferring(claims, pools, allocated, &[])
+}
+
+/// [`allocate`], trying the `preferred` devices first (in that order) wherever a request
+/// takes a device, then the others in kube's order. Whether the claims can be allocated
+/// does not depend on the preference (the search is exhaustive), only which devices they
+/// get.
+pub fn allocate_preferring(
+    claims: &[ClaimSpec],
+    pools: &[Pool],
+    allocated: &Allocated,
+    preferred: &[DeviceId],
+) -> Outcome {
     let mut run = Run::new(claims, pools, allocated)?;
+    for id in preferred {
+        let found = pools.iter().enumerate().find_map(|(pi, pool)| {
+            let usable = !pool.incomplete && pool.invalid.is_none();
+            let di = pool.ids.iter().position(|d| d == id)?;
+            usable.then_some((pi, di))
+        });
+        if let Some(at) = found {
+            if !run.preferred.contains(&at) {
+                run.preferred.push(at);
+            }
+        }
+    }
     let done = match run.allocate_one(Cursor::default(), false) {
         Ok(done) => done,
         Err(Stop::MaxSize) => false,
@@ -413,18 +567,20 @@ struct Run<'a> {
     pools: &'a [Pool],
     allocated: &'a Allocated,
     /// (claim, request, alternative) → prepared data.
-    requests: HashMap<(usize, usize, usize), RequestData<'a>>,
+    requests: FastHashMap<(usize, usize, usize), RequestData<'a>>,
     constraints: Vec<Vec<ConstraintState<'a>>>,
     /// Per claim, the devices chosen so far.
     results: Vec<Vec<DeviceResult>>,
     /// Devices taken whole in this run, by claim index.
-    allocating: HashMap<DeviceId, HashSet<usize>>,
+    allocating: FastHashMap<DeviceId, HashSet<usize>>,
     /// Capacity consumed of shared devices in this run.
     allocating_capacity: Allocated,
     /// (pool, device, claim, request, alternative) → selector verdict.
-    matches: HashMap<(usize, usize, usize, usize, usize), bool>,
+    matches: FastHashMap<(usize, usize, usize, usize, usize), bool>,
     /// Share ids handed out in this run, to keep them unique.
     shares: u64,
+    /// (pool, device) to try first, in order.
+    preferred: Vec<(usize, usize)>,
 }
 
 impl<'a> Run<'a> {
@@ -437,13 +593,14 @@ impl<'a> Run<'a> {
             claims,
             pools,
             allocated,
-            requests: HashMap::new(),
+            requests: FastHashMap::default(),
             constraints: Vec::with_capacity(claims.len()),
             results: vec![Vec::new(); claims.len()],
-            allocating: HashMap::new(),
+            allocating: FastHashMap::default(),
             allocating_capacity: Allocated::default(),
-            matches: HashMap::new(),
+            matches: FastHashMap::default(),
             shares: 0,
+            preferred: Vec::new(),
         };
         for (ci, claim) in claims.iter().enumerate() {
             let mut min_devices = 0usize;
@@ -555,12 +712,11 @@ impl<'a> Run<'a> {
         let pools: &'a [Pool] = self.pools;
         let claims: &'a [ClaimSpec] = self.claims;
         let pool = &pools[pi];
-        let device = &pool.devices[di];
         let claim = &claims[ci];
         let mut verdict = true;
         if let Some(class) = &request.class {
             for (i, selector) in class.selectors.iter().enumerate() {
-                match selector.matches(&pool.driver, device) {
+                match SelectionMemo::matches(pool, selector.as_ref(), di) {
                     Ok(true) => {}
                     Ok(false) => {
                         verdict = false;
@@ -575,7 +731,7 @@ impl<'a> Run<'a> {
         }
         if verdict {
             for (i, selector) in request.selectors.iter().enumerate() {
-                match selector.matches(&pool.driver, device) {
+                match SelectionMemo::matches(pool, selector.as_ref(), di) {
                     Ok(true) => {}
                     Ok(false) => {
                         verdict = false;
@@ -679,11 +835,16 @@ impl<'a> Run<'a> {
             }
             return done;
         }
-        for (pi, pool) in pools.iter().enumerate() {
-            if pool.incomplete || pool.invalid.is_some() {
-                continue;
-            }
-            for di in 0..pool.devices.len() {
+        let preferred = self.preferred.clone();
+        let in_order = pools
+            .iter()
+            .enumerate()
+            .filter(|(_, pool)| !pool.incomplete && pool.invalid.is_none())
+            .flat_map(|(pi, pool)| (0..pool.devices.len()).map(move |di| (pi, di)))
+            .filter(|at| !preferred.contains(at));
+        for (pi, di) in preferred.iter().copied().chain(in_order) {
+            let pool = &pools[pi];
+            {
                 let id = self.device_id(pi, di);
                 let shareable = pool.devices[di].allows_multiple_allocations();
                 if request.admin_access {
@@ -1015,6 +1176,7 @@ mod tests {
             incomplete: false,
             invalid: None,
             node_local: true,
+            selections: Arc::default(),
         }
     }
 
@@ -1121,7 +1283,7 @@ mod tests {
                 claims: vec![one(exact(2), vec![])],
                 pools: two_pools(),
                 allocated: Allocated {
-                    exclusive: HashSet::from([id("n1", "gpu-0")]),
+                    exclusive: FastHashSet::from_iter([id("n1", "gpu-0")]),
                     ..Allocated::default()
                 },
                 want: "r:n1/gpu-1 r:n1-extra/gpu-0",
@@ -1152,7 +1314,7 @@ mod tests {
                 claims: vec![one(AllocationMode::All, vec![Sel::Is("model", "a100")])],
                 pools: two_pools(),
                 allocated: Allocated {
-                    exclusive: HashSet::from([id("n1-extra", "gpu-0")]),
+                    exclusive: FastHashSet::from_iter([id("n1-extra", "gpu-0")]),
                     ..Allocated::default()
                 },
                 want: "none",
@@ -1216,6 +1378,112 @@ mod tests {
             let got = picked(&allocate(&case.claims, &case.pools, &case.allocated));
             assert_eq!(got, case.want, "{}", case.name);
         }
+    }
+
+    #[test]
+    fn preferred_devices_are_tried_first_and_change_no_verdict() {
+        let pools = || {
+            vec![
+                pool("n1", vec![gpu("gpu-0", "t4"), gpu("gpu-1", "a100")]),
+                pool("n2", vec![gpu("gpu-0", "a100")]),
+            ]
+        };
+        let exact = AllocationMode::ExactCount;
+        let held = Allocated {
+            exclusive: FastHashSet::from_iter([id("n2", "gpu-0")]),
+            ..Allocated::default()
+        };
+        let none = Allocated::default();
+        let cases: Vec<(&str, ClaimSpec, Vec<DeviceId>, &Allocated, &str)> = vec![
+            (
+                "no preference: first fit",
+                one(exact(1), vec![]),
+                vec![],
+                &none,
+                "r:n1/gpu-0",
+            ),
+            (
+                "the preferred device",
+                one(exact(1), vec![]),
+                vec![id("n2", "gpu-0")],
+                &none,
+                "r:n2/gpu-0",
+            ),
+            (
+                "preferred first, then kube's order",
+                one(exact(2), vec![]),
+                vec![id("n1", "gpu-1")],
+                &none,
+                "r:n1/gpu-1 r:n1/gpu-0",
+            ),
+            (
+                "a preferred device in use is passed over",
+                one(exact(1), vec![]),
+                vec![id("n2", "gpu-0")],
+                &held,
+                "r:n1/gpu-0",
+            ),
+            (
+                "a preferred device the selector refuses is passed over",
+                one(exact(1), vec![Sel::Is("model", "a100")]),
+                vec![id("n1", "gpu-0")],
+                &none,
+                "r:n1/gpu-1",
+            ),
+            (
+                "an unknown preferred device is ignored",
+                one(exact(1), vec![]),
+                vec![id("n9", "gpu-0")],
+                &none,
+                "r:n1/gpu-0",
+            ),
+            (
+                "no verdict changes: too many devices",
+                one(exact(4), vec![]),
+                vec![id("n1", "gpu-1")],
+                &none,
+                "none",
+            ),
+        ];
+        for (name, claim, preferred, allocated, want) in cases {
+            let got = picked(&allocate_preferring(
+                &[claim],
+                &pools(),
+                allocated,
+                &preferred,
+            ));
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn spec_keys_tell_shapes_apart_but_not_names() {
+        let exact = AllocationMode::ExactCount;
+        let renamed = ClaimSpec {
+            key: "default/d".into(),
+            name: "d".into(),
+            uid: "uid-d".into(),
+            ..one(exact(1), vec![])
+        };
+        // Test selectors have no cache key: no key at all.
+        assert_eq!(
+            spec_key(&[one(exact(1), vec![Sel::Is("model", "a100")])]),
+            None
+        );
+        assert_eq!(spec_key(&[one(exact(1), vec![])]), spec_key(&[renamed]));
+        assert_ne!(
+            spec_key(&[one(exact(1), vec![])]),
+            spec_key(&[one(exact(2), vec![])])
+        );
+        assert_ne!(
+            spec_key(&[one(exact(1), vec![])]),
+            spec_key(&[one(exact(1), vec![]), one(exact(1), vec![])])
+        );
+        let mut capacity = one(exact(1), vec![]);
+        if let Request::Exactly(r) = &mut capacity.requests[0] {
+            r.capacity.insert("memory".into(), q("1Gi"));
+        }
+        assert_ne!(spec_key(&[one(exact(1), vec![])]), spec_key(&[capacity]));
     }
 
     #[test]

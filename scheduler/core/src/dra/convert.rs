@@ -39,6 +39,10 @@ impl DeviceSelector for CelSelector {
         expr.matches(&input)
             .map_err(|EvalError { message }| SelectorError::Runtime(message))
     }
+
+    fn cache_key(&self) -> Option<&str> {
+        self.0.as_ref().ok().map(|e| e.source())
+    }
 }
 
 fn selectors(list: &[berth_model::model::DeviceSelector]) -> Vec<Arc<dyn DeviceSelector>> {

@@ -9,14 +9,16 @@
 //! else holds them, so updating them in place costs no copy.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use berth_model::model::{Node, NodeSelector};
 
 use berth_model::model::Device;
 
 use super::allocator::{
-    Allocated, ClaimAllocation, Class, Constraint, DeviceId, DeviceResult, Pool, Request,
+    self, Allocated, ClaimAllocation, ClaimSpec, Class, Constraint, DeviceId, DeviceResult,
+    Outcome, Pool, Request, SpecKey,
 };
 use crate::plugins::node_affinity::NodeSelectorMatcher;
 
@@ -136,6 +138,30 @@ pub struct ClaimUpdate {
     pub claim: Arc<ClaimInfo>,
 }
 
+/// Source of [`NodeDevices::stamp`] values: unique in the process, so that a stamp names
+/// one state of one node's devices even across copies of a [`DraState`].
+static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
+
+fn next_stamp() -> u64 {
+    NEXT_STAMP.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Most verdicts remembered per node (distinct claim shapes at one state of its devices).
+const VERDICTS_PER_NODE: usize = 64;
+
+/// The pools a node reaches through its node-local slices, and what the allocator said of
+/// them for claims of a given shape while their allocations stood as `stamp` says.
+#[derive(Clone, Debug)]
+struct NodeDevices {
+    pools: Arc<Vec<Pool>>,
+    /// Renewed (from [`NEXT_STAMP`]) whenever the pools are rebuilt or an allocation of
+    /// one of their devices is counted or taken back.
+    stamp: u64,
+    /// (stamp, claim shape, whether the claims can be allocated). Shared by copies of the
+    /// state, which is sound because a stamp is never given to two different states.
+    verdicts: Arc<Mutex<Vec<(u64, SpecKey, bool)>>>,
+}
+
 /// Every DRA object the scheduler knows of.
 #[derive(Clone, Debug, Default)]
 pub struct DraState {
@@ -146,7 +172,9 @@ pub struct DraState {
     /// Names of the slices for all nodes or a node selector.
     shared_slices: Vec<String>,
     /// Node name → the pools it reaches through node-local slices, built on demand.
-    node_pools: HashMap<String, Arc<Vec<Pool>>>,
+    node_pools: HashMap<String, NodeDevices>,
+    /// (driver, pool) of a node-local pool → the nodes whose slices publish it.
+    pool_nodes: HashMap<(Arc<str>, Arc<str>), Vec<String>>,
     claims: HashMap<String, ClaimEntry>,
     allocated: Arc<Allocated>,
 }
@@ -290,6 +318,55 @@ impl DraState {
                 allocated.remove(&result.id, shared, &result.consumed_capacity);
             }
         }
+        for result in &allocation.devices {
+            let pool = (result.id.driver.clone(), result.id.pool.clone());
+            for node in self.pool_nodes.get(&pool).into_iter().flatten() {
+                if let Some(devices) = self.node_pools.get_mut(node) {
+                    devices.stamp = next_stamp();
+                }
+            }
+        }
+    }
+
+    /// A value that names the present state of the devices `node` reaches and of their
+    /// allocations: it changes whenever either does, and no other state ever has it (not
+    /// even in another copy of this state). None when the node reaches no device or
+    /// reaches devices of slices for several nodes, which have no such value.
+    pub fn node_stamp(&self, node: &str) -> Option<u64> {
+        if !self.shared_slices.is_empty() {
+            return None;
+        }
+        self.node_pools.get(node).map(|d| d.stamp)
+    }
+
+    /// The allocator's outcome for `claims` on `node` (see [`allocator::allocate`]), with
+    /// what it found remembered for claims of the same shape (`key`, from
+    /// [`allocator::spec_key`]) until the node's devices or their allocations change. Only
+    /// whether the claims fit is remembered: Ok(Some) holds no allocations when it comes
+    /// from memory. Errors are never remembered.
+    pub fn allocate_on(&self, node: &Node, claims: &[ClaimSpec], key: Option<&SpecKey>) -> Outcome {
+        let devices = self.node_pools.get(&node.metadata.name);
+        let (Some(key), Some(devices), true) = (key, devices, self.shared_slices.is_empty()) else {
+            return allocator::allocate(claims, &self.pools_for(node), &self.allocated);
+        };
+        let remembered = {
+            let verdicts = devices.verdicts.lock().unwrap_or_else(|p| p.into_inner());
+            verdicts
+                .iter()
+                .find(|(stamp, k, _)| *stamp == devices.stamp && k == key)
+                .map(|(_, _, fits)| *fits)
+        };
+        if let Some(fits) = remembered {
+            return Ok(fits.then(Vec::new));
+        }
+        let outcome = allocator::allocate(claims, &devices.pools, &self.allocated)?;
+        let mut verdicts = devices.verdicts.lock().unwrap_or_else(|p| p.into_inner());
+        verdicts.retain(|(stamp, _, _)| *stamp == devices.stamp);
+        if verdicts.len() >= VERDICTS_PER_NODE {
+            verdicts.clear();
+        }
+        verdicts.push((devices.stamp, key.clone(), outcome.is_some()));
+        Ok(outcome)
     }
 
     /// The pools `node` can reach, in kube's order: node-local pools, then pools of slices
@@ -301,7 +378,7 @@ impl DraState {
         let local = self
             .node_pools
             .get(&node.metadata.name)
-            .cloned()
+            .map(|d| d.pools.clone())
             .unwrap_or_default();
         if self.shared_slices.is_empty() {
             return local;
@@ -318,11 +395,31 @@ impl DraState {
             .flatten()
             .filter_map(|s| self.slices.get(s).map(|s| s.as_ref()))
             .collect();
-        if slices.is_empty() {
-            self.node_pools.remove(node);
-        } else {
-            let pools = Arc::new(gather_pools(&slices));
-            self.node_pools.insert(node.to_string(), pools);
+        let pools = (!slices.is_empty()).then(|| Arc::new(gather_pools(&slices)));
+        if let Some(old) = self.node_pools.remove(node) {
+            for pool in old.pools.iter() {
+                let key = (pool.driver.clone(), pool.name.clone());
+                if let Some(nodes) = self.pool_nodes.get_mut(&key) {
+                    nodes.retain(|n| n != node);
+                    if nodes.is_empty() {
+                        self.pool_nodes.remove(&key);
+                    }
+                }
+            }
+        }
+        if let Some(pools) = pools {
+            for pool in pools.iter() {
+                self.pool_nodes
+                    .entry((pool.driver.clone(), pool.name.clone()))
+                    .or_default()
+                    .push(node.to_string());
+            }
+            let devices = NodeDevices {
+                pools,
+                stamp: next_stamp(),
+                verdicts: Arc::default(),
+            };
+            self.node_pools.insert(node.to_string(), devices);
         }
     }
 
@@ -403,6 +500,7 @@ fn gather_pools(slices: &[&SliceInfo]) -> Vec<Pool> {
                 incomplete,
                 invalid,
                 node_local,
+                selections: Arc::default(),
             }
         })
         .collect()

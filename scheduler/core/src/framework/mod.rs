@@ -370,6 +370,20 @@ pub trait Score: Plugin {
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [i64]) {}
 }
 
+/// A Score plugin's choice of devices on the node the cycle chose: the DynamicResources
+/// plugin's allocation (its Reserve) tries them first, in this order, then the rest in the
+/// allocator's own order. A Berth extension: kube's allocator always takes the first
+/// devices that fit. The profile consults the first Score plugin that has one.
+pub trait DevicePreference: Plugin {
+    /// The devices to try first for `pod` on `node`.
+    fn preferred_devices(
+        &self,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        snapshot: &Snapshot,
+    ) -> Vec<crate::dra::allocator::DeviceId>;
+}
+
 /// Why a pod fits nowhere: each rejected node's rejection, plus any PreFilter verdict.
 #[derive(Clone, Debug, Default)]
 pub struct Diagnosis {
@@ -440,6 +454,9 @@ pub struct Profile {
     pub percentage_of_nodes_to_score: Option<u32>,
     /// How a tie between nodes of the same total score is broken.
     pub tie_break: TieBreak,
+    /// The devices to allocate first on the chosen node, from the first Score plugin with
+    /// a [`DevicePreference`].
+    pub device_preference: Option<Arc<dyn DevicePreference>>,
 }
 
 /// How the cycle chooses among the nodes with the highest total score.
@@ -468,6 +485,7 @@ impl Profile {
             scores: Vec::new(),
             percentage_of_nodes_to_score: None,
             tie_break: TieBreak::Random,
+            device_preference: None,
         }
     }
 

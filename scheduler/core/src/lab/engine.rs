@@ -579,6 +579,43 @@ mod tests {
     }
 
     #[test]
+    fn the_policy_chooses_the_gpu_within_the_node() {
+        // One node, two GPUs; in trace time: a takes 400 of gpu-0, b 700 of gpu-1, then c
+        // (300) goes to the best-fitting GPU (gpu-1, 300 free) under BestFit, which leaves
+        // gpu-0 room for d (600). The allocator's first fit would put c on gpu-0 (600 free)
+        // and leave d nowhere.
+        let nodes = parse_nodes(
+            "n.csv",
+            "sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,2,T4\n",
+        )
+        .unwrap();
+        let tasks = parse_tasks(
+            "t.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,creation_time\n\
+             a,100,64,1,400,,1\nb,100,64,1,700,,2\nc,100,64,1,300,,3\nd,100,64,1,600,,4\n",
+        )
+        .unwrap();
+        let setup = LabSetup {
+            cluster: openb_cluster(&nodes),
+            workload: LabWorkload::Openb {
+                tasks,
+                mode: ArrivalMode::TraceTime,
+                fill_percent: 100,
+                coverage_percent: 100,
+            },
+            every: Every::Arrival,
+            fragmentation: false,
+        };
+        let scheduled = |policy: &str| {
+            let profiles = builtin_profiles(policy, &setup).unwrap();
+            let result = run(&setup, policy, profiles, 1).unwrap();
+            result.samples.last().unwrap().scheduled
+        };
+        assert_eq!(scheduled("BestFit"), 4, "best fit within the node");
+        assert_eq!(scheduled("default"), 3, "kube's first fit");
+    }
+
+    #[test]
     fn every_builtin_policy_builds_and_unknown_names_are_refused() {
         let setup = setup();
         for p in Policy::ALL {

@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use berth_model::model::Pod;
 
-use crate::dra::allocator::{self, Allocated, AllocationError, ClaimSpec, ExactRequest, Request};
+use crate::dra::allocator::{
+    self, Allocated, AllocationError, ClaimSpec, DeviceId, ExactRequest, Request, SpecKey,
+};
 use crate::dra::state::{
     allocation_on, ClaimInfo, ClaimUpdate, Consumer, DraState, RESERVED_FOR_MAX_SIZE,
 };
@@ -67,6 +69,8 @@ struct DraCycle {
     /// The claims to allocate (indices into `claims`) and their compiled requests.
     to_allocate: Vec<usize>,
     specs: Arc<Vec<ClaimSpec>>,
+    /// The shape of `specs`, under which the DRA state remembers each node's verdict.
+    key: Option<SpecKey>,
     dra: Arc<DraState>,
     allocated: Arc<Allocated>,
 }
@@ -168,6 +172,7 @@ fn prepare(dra: &Arc<DraState>, pod: &PodInfo) -> Result<Option<DraCycle>, Rejec
     Ok(Some(DraCycle {
         claims,
         to_allocate,
+        key: allocator::spec_key(&specs),
         specs: Arc::new(specs),
         allocated: dra.allocated().clone(),
         dra: dra.clone(),
@@ -217,11 +222,23 @@ fn claim_spec(dra: &DraState, claim: &ClaimInfo) -> Result<ClaimSpec, Rejection>
 
 impl DraCycle {
     /// kube's Filter on one node: allocated claims must be usable there, and the others
-    /// allocatable from its devices. Ok(None): they are, with these allocations.
+    /// allocatable from its devices. Ok(Ok): they are, with these allocations when
+    /// `allocations` asks for them (taking its devices first); else the verdict may come
+    /// from the DRA state's memory and the list is empty.
     fn check(
         &self,
         node: &NodeInfo,
+        allocations: Option<&[DeviceId]>,
     ) -> Result<Result<Vec<allocator::ClaimAllocation>, &'static str>, AllocationError> {
+        let allocate = || {
+            if let Some(preferred) = allocations {
+                let pools = self.dra.pools_for(&node.node);
+                allocator::allocate_preferring(&self.specs, &pools, &self.allocated, preferred)
+            } else {
+                self.dra
+                    .allocate_on(&node.node, &self.specs, self.key.as_ref())
+            }
+        };
         if self.claims.iter().any(|c| {
             c.available_on
                 .as_ref()
@@ -229,21 +246,17 @@ impl DraCycle {
         }) {
             // kube runs the allocator first: its error, if any, wins.
             if !self.to_allocate.is_empty() {
-                let pools = self.dra.pools_for(&node.node);
-                allocator::allocate(&self.specs, &pools, &self.allocated)?;
+                allocate()?;
             }
             return Ok(Err(REASON_NOT_AVAILABLE));
         }
         if self.to_allocate.is_empty() {
             return Ok(Ok(Vec::new()));
         }
-        let pools = self.dra.pools_for(&node.node);
-        Ok(
-            match allocator::allocate(&self.specs, &pools, &self.allocated)? {
-                Some(allocations) => Ok(allocations),
-                None => Err(REASON_CANNOT_ALLOCATE),
-            },
-        )
+        Ok(match allocate()? {
+            Some(allocations) => Ok(allocations),
+            None => Err(REASON_CANNOT_ALLOCATE),
+        })
     }
 }
 
@@ -291,7 +304,7 @@ impl Filter for DynamicResources {
         let Some(cycle) = state.get::<DraCycle>() else {
             return Fit::Yes;
         };
-        match cycle.check(node) {
+        match cycle.check(node, None) {
             Ok(Ok(_)) => Fit::Yes,
             Ok(Err(reason)) => Fit::No(Rejection::unresolvable(NAME, reason)),
             Err(e) => Fit::No(Rejection::error(NAME, e.to_string())),
@@ -300,12 +313,13 @@ impl Filter for DynamicResources {
 }
 
 /// kube's Reserve for the node the cycle chose: the pod's claims, those allocated now with
-/// their allocation, each with the pod added to its consumers. Empty when the pod has no
-/// claims or all are already reserved for it.
+/// their allocation (the `preferred` devices tried first), each with the pod added to its
+/// consumers. Empty when the pod has no claims or all are already reserved for it.
 pub fn reserve(
     dra: &Arc<DraState>,
     pod: &PodInfo,
     node: &NodeInfo,
+    preferred: &[DeviceId],
 ) -> Result<Vec<ClaimUpdate>, PluginError> {
     let cycle = match prepare(dra, pod) {
         Ok(Some(cycle)) => cycle,
@@ -317,7 +331,7 @@ pub fn reserve(
             })
         }
     };
-    let allocations = match cycle.check(node) {
+    let allocations = match cycle.check(node, Some(preferred)) {
         Ok(Ok(allocations)) => allocations,
         Ok(Err(reason)) => {
             return Err(PluginError {
@@ -589,6 +603,48 @@ mod tests {
     }
 
     #[test]
+    fn remembered_verdicts_follow_allocations_and_slices() {
+        let claim = |name: &str| {
+            ResourceClaimBuilder::new(name)
+                .request("gpu", "gpu")
+                .build()
+        };
+        let pod = |name: &str| PodBuilder::new(name).resource_claim("gpu", name).build();
+        let mut snap = dra_snapshot(&nodes(), &[gpu_class()], &gpus(), &[claim("a"), claim("b")]);
+        let fits = vec!["n1: yes", "n2: no: cannot allocate all claims"];
+        // Asked twice: the second verdict is the remembered one.
+        assert_eq!(verdicts(&snap, pod("a")), fits);
+        assert_eq!(verdicts(&snap, pod("b")), fits);
+        // Both GPUs of n1 taken by other claims: the same shape no longer fits.
+        let held = |name: &str, device: &str| {
+            ResourceClaimBuilder::new(name)
+                .request("gpu", "gpu")
+                .allocated("n1", &[("gpu", DRIVER, "n1", device)])
+                .build()
+        };
+        let dra = snap.dra_mut();
+        dra.upsert_claim(crate::dra::convert::claim(&held("x", "gpu-0")));
+        assert_eq!(verdicts(&snap, pod("a")), fits, "one GPU left");
+        let dra = snap.dra_mut();
+        dra.upsert_claim(crate::dra::convert::claim(&held("y", "gpu-1")));
+        let full = vec![
+            "n1: no: cannot allocate all claims",
+            "n2: no: cannot allocate all claims",
+        ];
+        assert_eq!(verdicts(&snap, pod("a")), full);
+        // One freed again.
+        snap.dra_mut().remove_claim("default", "x");
+        assert_eq!(verdicts(&snap, pod("b")), fits);
+        // n2 gets a GPU of its own.
+        let slice = ResourceSliceBuilder::new("n2", DRIVER)
+            .device(DeviceBuilder::new("gpu-0").string("model", "t4"))
+            .build();
+        snap.dra_mut()
+            .upsert_slice(crate::dra::convert::slice(&slice));
+        assert_eq!(verdicts(&snap, pod("a")), vec!["n1: yes", "n2: yes"]);
+    }
+
+    #[test]
     fn reserve_allocates_on_the_chosen_node_and_reserves_for_the_pod() {
         let claims = [
             ResourceClaimBuilder::new("a100")
@@ -607,7 +663,7 @@ mod tests {
             .resource_claim("two", "held")
             .info();
         let n1 = snap.node("n1").expect("n1");
-        let updates = reserve(snap.dra(), &pod, n1).expect("reserved");
+        let updates = reserve(snap.dra(), &pod, n1, &[]).expect("reserved");
         assert_eq!(updates.len(), 2);
         let fresh = updates[0].allocation.as_ref().expect("allocated now");
         assert_eq!(&*fresh.devices[0].id.device, "gpu-1");
@@ -626,6 +682,6 @@ mod tests {
         assert_eq!(consumers, ["other", "p"]);
         // n2 cannot take the pod: Reserve there is an error.
         let n2 = snap.node("n2").expect("n2");
-        assert!(reserve(snap.dra(), &pod, n2).is_err());
+        assert!(reserve(snap.dra(), &pod, n2, &[]).is_err());
     }
 }

@@ -5,7 +5,7 @@
 //! capacity minus what allocated claims consume of it), and a pod's ask as its claims'
 //! requests of the GPU device class. The arithmetic is [`crate::gpushare`]'s.
 //!
-//! A policy also chooses the GPU(s) on the node it picks ([`Score::preferred_devices`]):
+//! A policy also chooses the GPU(s) on the node it picks ([`DevicePreference`]):
 //! the DynamicResources allocator tries those devices first, so the allocation is the
 //! policy's choice, as in the paper.
 //!
@@ -13,9 +13,9 @@
 //! `gpu.berth.dev`), `driver` (default `gpu.berth.dev`) and, for FGD, `targetWorkload`: the
 //! task shapes with their weights (`[{cpuMilli, gpus, gpuMilli, models, weight}]`).
 
-use std::collections::{BTreeMap, HashMap};
-use std::hash::Hasher as _;
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::hash::{Hash as _, Hasher as _};
+use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
@@ -23,9 +23,10 @@ use super::InvalidArgs;
 use crate::dra::allocator::{AllocationMode, DeviceId, Request};
 use crate::dra::convert::pod_claim_refs;
 use crate::dra::state::DraState;
-use crate::framework::hash::FastHasher;
+use crate::framework::hash::{FastHashMap, FastHasher};
 use crate::framework::{
-    CycleState, NodeInfo, Plugin, PluginError, PodInfo, PreScore, PreScoreInput, Score, Snapshot,
+    CycleState, DevicePreference, NodeInfo, Plugin, PluginError, PodInfo, PreScore, PreScoreInput,
+    Score, Snapshot,
 };
 use crate::gpushare::{self, Ask, GpuKind, NodeGpus, Policy, TargetWorkload, MILLI};
 
@@ -73,6 +74,78 @@ pub struct GpuShare {
     class: String,
     driver: String,
     target: TargetWorkload,
+    /// Each node's GPUs by [`DraState::node_stamp`], which names one state of a node's
+    /// devices and their allocations.
+    views: Memo<(u64, Arc<NodeView>)>,
+    /// Scores and GPU choices by everything they depend on (a pure function of the node's
+    /// view, what it hosts and the ask): nodes in the same state share them, and a node
+    /// keeps them until it changes.
+    scores: Memo<Arc<Evaluated>>,
+}
+
+/// A node's GPUs as the DRA state has them: free shares, model and device ids.
+#[derive(Debug)]
+struct NodeView {
+    free: Vec<u32>,
+    model: Option<String>,
+    ids: Vec<DeviceId>,
+}
+
+/// One remembered evaluation, with its inputs.
+#[derive(Debug)]
+struct Evaluated {
+    view: NodeGpus,
+    hosted: Option<BTreeMap<GpuKind, usize>>,
+    ask: Ask,
+    score: i64,
+    gpus: Vec<usize>,
+}
+
+/// Shards of a memo map; more shards, fewer waits when Score runs in parallel.
+const MEMO_SHARDS: usize = 16;
+/// Entries per shard before it is emptied (a memo, so forgetting is always right).
+const MEMO_SHARD_CAPACITY: usize = 4096;
+
+/// A memo of values by a 64-bit hash of their inputs; the caller checks the inputs.
+struct Memo<V> {
+    shards: Vec<Mutex<FastHashMap<u64, Vec<V>>>>,
+}
+
+impl<V> Default for Memo<V> {
+    fn default() -> Self {
+        Memo {
+            shards: (0..MEMO_SHARDS).map(|_| Mutex::default()).collect(),
+        }
+    }
+}
+
+impl<V> std::fmt::Debug for Memo<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memo").finish_non_exhaustive()
+    }
+}
+
+impl<V: Clone> Memo<V> {
+    fn shard(&self, hash: u64) -> std::sync::MutexGuard<'_, FastHashMap<u64, Vec<V>>> {
+        self.shards[(hash % MEMO_SHARDS as u64) as usize]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The remembered value with this hash whose inputs are `same`.
+    fn get(&self, hash: u64, same: impl Fn(&V) -> bool) -> Option<V> {
+        self.shard(hash)
+            .get(&hash)
+            .and_then(|values| values.iter().find(|v| same(v)).cloned())
+    }
+
+    fn put(&self, hash: u64, value: V) {
+        let mut shard = self.shard(hash);
+        if shard.len() >= MEMO_SHARD_CAPACITY {
+            shard.clear();
+        }
+        shard.entry(hash).or_default().push(value);
+    }
 }
 
 impl GpuShare {
@@ -117,6 +190,8 @@ impl GpuShare {
                 .unwrap_or_else(|| GPU_DRIVER.to_string()),
             driver: args.driver.unwrap_or_else(|| GPU_DRIVER.to_string()),
             target: TargetWorkload { shapes },
+            views: Memo::default(),
+            scores: Memo::default(),
         })
     }
 
@@ -162,8 +237,71 @@ impl GpuShare {
         ask
     }
 
-    fn gpus(&self, dra: &DraState, node: &NodeInfo) -> (NodeGpus, Vec<DeviceId>) {
-        node_gpus(dra, node, &self.driver)
+    /// The node's GPUs as [`node_gpus`] sees them, remembered per state of its devices.
+    fn gpus(&self, dra: &DraState, node: &NodeInfo) -> (NodeGpus, Arc<NodeView>) {
+        let cpu_free = (node.allocatable.milli_cpu - node.requested.milli_cpu).max(0) as u64;
+        let view = match dra.node_stamp(node.name()) {
+            Some(stamp) => {
+                let hash = stamp.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                match self.views.get(hash, |(s, _)| *s == stamp) {
+                    Some((_, view)) => view,
+                    None => {
+                        let view = Arc::new(self.measure(dra, node));
+                        self.views.put(hash, (stamp, view.clone()));
+                        view
+                    }
+                }
+            }
+            None => Arc::new(self.measure(dra, node)),
+        };
+        let gpus = NodeGpus {
+            cpu_free,
+            model: view.model.clone(),
+            free: view.free.clone(),
+        };
+        (gpus, view)
+    }
+
+    fn measure(&self, dra: &DraState, node: &NodeInfo) -> NodeView {
+        let (gpus, ids) = node_gpus(dra, node, &self.driver);
+        NodeView {
+            free: gpus.free,
+            model: gpus.model,
+            ids,
+        }
+    }
+
+    /// [`GpuShare::evaluate`], remembered (Random's GPU choice depends on the pod, so it
+    /// is not).
+    fn evaluated(
+        &self,
+        view: NodeGpus,
+        hosted: Option<BTreeMap<GpuKind, usize>>,
+        ask: &Ask,
+        pod: &PodInfo,
+    ) -> (i64, Vec<usize>) {
+        if self.policy == Policy::Random {
+            return self.evaluate(&view, hosted.as_ref(), ask, pod);
+        }
+        let mut h = FastHasher::default();
+        view.hash(&mut h);
+        hosted.hash(&mut h);
+        ask.hash(&mut h);
+        let hash = h.finish();
+        let same = |e: &Arc<Evaluated>| e.view == view && e.hosted == hosted && e.ask == *ask;
+        if let Some(e) = self.scores.get(hash, same) {
+            return (e.score, e.gpus.clone());
+        }
+        let (score, gpus) = self.evaluate(&view, hosted.as_ref(), ask, pod);
+        let entry = Evaluated {
+            view,
+            hosted,
+            ask: ask.clone(),
+            score,
+            gpus: gpus.clone(),
+        };
+        self.scores.put(hash, Arc::new(entry));
+        (score, gpus)
     }
 
     /// What the node already hosts, by kind of GPU task (GpuClustering).
@@ -222,16 +360,16 @@ fn pod_hash(pod: &PodInfo) -> u64 {
     h.finish()
 }
 
-/// What PreScore computed for Score: the pod's ask and each feasible node's GPUs.
+/// What PreScore computed for Score: the pod's ask, and the DRA state it reads.
 #[derive(Clone)]
 struct Prepared {
     ask: Arc<Ask>,
-    nodes: Arc<HashMap<String, (NodeGpus, Option<BTreeMap<GpuKind, usize>>)>>,
+    dra: Arc<DraState>,
 }
 
-impl GpuShare {
-    /// The GPUs the policy takes for `pod` on `node`: what the allocator should try first.
-    pub fn preferred_devices(
+impl DevicePreference for GpuShare {
+    /// The GPUs the policy takes for `pod` on `node`: what the allocator tries first.
+    fn preferred_devices(
         &self,
         pod: &PodInfo,
         node: &NodeInfo,
@@ -242,11 +380,11 @@ impl GpuShare {
         if ask.gpus == 0 {
             return Vec::new();
         }
-        let (view, ids) = self.gpus(dra, node);
+        let (view, devices) = self.gpus(dra, node);
         let hosted = (self.policy == Policy::GpuClustering).then(|| self.hosted(dra, node));
-        let (_, gpus) = self.evaluate(&view, hosted.as_ref(), &ask, pod);
+        let (_, gpus) = self.evaluated(view, hosted, &ask, pod);
         gpus.into_iter()
-            .filter_map(|g| ids.get(g).cloned())
+            .filter_map(|g| devices.ids.get(g).cloned())
             .collect()
     }
 }
@@ -260,22 +398,9 @@ impl Plugin for GpuShare {
 impl PreScore for GpuShare {
     fn pre_score(&self, state: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError> {
         let dra = input.snapshot.dra();
-        let ask = self.ask(dra, input.pod);
-        let clustering = self.policy == Policy::GpuClustering;
-        let nodes = input
-            .feasible
-            .iter()
-            .map(|n| {
-                let (view, _) = self.gpus(dra, n);
-                (
-                    n.name().to_string(),
-                    (view, clustering.then(|| self.hosted(dra, n))),
-                )
-            })
-            .collect();
         state.insert(Prepared {
-            ask: Arc::new(ask),
-            nodes: Arc::new(nodes),
+            ask: Arc::new(self.ask(dra, input.pod)),
+            dra: dra.clone(),
         });
         Ok(())
     }
@@ -286,10 +411,10 @@ impl Score for GpuShare {
         let Some(prepared) = state.get::<Prepared>() else {
             return 0;
         };
-        let Some((view, hosted)) = prepared.nodes.get(node.name()) else {
-            return 0;
-        };
-        self.evaluate(view, hosted.as_ref(), &prepared.ask, pod).0
+        let dra = &prepared.dra;
+        let (view, _) = self.gpus(dra, node);
+        let hosted = (self.policy == Policy::GpuClustering).then(|| self.hosted(dra, node));
+        self.evaluated(view, hosted, &prepared.ask, pod).0
     }
 
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [i64]) {

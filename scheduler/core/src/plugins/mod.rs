@@ -55,6 +55,9 @@ pub struct PluginSet {
     pub pre_score: Option<Arc<dyn PreScore>>,
     /// Its Score, if any.
     pub score: Option<Arc<dyn Score>>,
+    /// Its choice of devices on the chosen node, if it has one (used when its Score is
+    /// enabled).
+    pub device_preference: Option<Arc<dyn crate::framework::DevicePreference>>,
 }
 
 impl PluginSet {
@@ -220,7 +223,8 @@ pub fn build(name: &str, args: Option<&serde_yaml_ng::Value>) -> Result<PluginSe
             Ok(PluginSet {
                 name: policy.name(),
                 pre_score: Some(p.clone()),
-                score: Some(p),
+                score: Some(p.clone()),
+                device_preference: Some(p),
                 ..PluginSet::default()
             })
         }
