@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use berth_model::model::Object;
+use berth_model::model::{Object, DEFAULT_NAMESPACE};
 use serde_json::json;
 
 pub use super::objects::{openb_cluster, task_objects};
@@ -375,8 +375,8 @@ fn run_openb(
     let mut counts = Counts::default();
     let mut arrived_gpu = 0u64;
     let mut samples = Vec::with_capacity(arrivals.len());
-    // Trace time: departures in time order, as (leaves, pod uid).
-    let mut departures: BTreeMap<(u64, usize), (String, String)> = BTreeMap::new();
+    // Trace time: departures in time order, as (leaves, arrival) → (pod, its claim).
+    let mut departures: BTreeMap<(u64, usize), (String, Option<String>)> = BTreeMap::new();
     for (i, arrival) in arrivals.iter().enumerate() {
         let task = &tasks[arrival.task];
         let name = format!("task-{i:05}-{}", task.name);
@@ -387,9 +387,14 @@ fn run_openb(
                 if Duration::from_secs(leaves) > at {
                     break;
                 }
-                let (namespace, pod) = departures.remove(&(leaves, j)).expect("first");
+                let (pod, claim) = departures.remove(&(leaves, j)).expect("first");
                 engine.advance(start + Duration::from_secs(leaves));
-                let events = engine.delete_pod(&namespace, &pod);
+                let events = engine.delete_pod(DEFAULT_NAMESPACE, &pod);
+                // The claim goes with its pod (kube's claim controller deletes a pod's
+                // claims once it is gone), and its devices are free again.
+                if let Some(claim) = claim {
+                    engine.remove_claim(DEFAULT_NAMESPACE, &claim);
+                }
                 let touched = counts.absorb(&events);
                 remeasure(&mut meter, engine.snapshot(), touched);
             }
@@ -423,7 +428,8 @@ fn run_openb(
             }
             (ArrivalMode::TraceTime, _) => {
                 if let Some(leaves) = arrival.leaves {
-                    departures.insert((leaves, i), ("default".to_string(), name.clone()));
+                    let claim = claim.as_ref().map(|c| c.metadata.name.clone());
+                    departures.insert((leaves, i), (name.clone(), claim));
                 }
             }
             _ => {}
@@ -613,6 +619,41 @@ mod tests {
         };
         assert_eq!(scheduled("BestFit"), 4, "best fit within the node");
         assert_eq!(scheduled("default"), 3, "kube's first fit");
+    }
+
+    #[test]
+    fn departed_tasks_free_their_gpus_in_trace_time() {
+        // One GPU: a holds it from 1 to 5; b arrives at 2 and waits; once a has left, b
+        // gets the GPU its claim frees.
+        let nodes = parse_nodes(
+            "n.csv",
+            "sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,1,T4\n",
+        )
+        .unwrap();
+        let tasks = parse_tasks(
+            "t.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,creation_time,deletion_time\n\
+             a,100,64,1,1000,,1,5\nb,100,64,1,1000,,2,\nc,100,64,0,0,,9,\n",
+        )
+        .unwrap();
+        let setup = LabSetup {
+            cluster: openb_cluster(&nodes),
+            workload: LabWorkload::Openb {
+                tasks,
+                mode: ArrivalMode::TraceTime,
+                fill_percent: 100,
+                coverage_percent: 100,
+            },
+            every: Every::Arrival,
+            fragmentation: false,
+        };
+        let profiles = builtin_profiles("BestFit", &setup).unwrap();
+        let result = run(&setup, "BestFit", profiles, 1).unwrap();
+        let pending: Vec<u64> = result.samples.iter().map(|s| s.pending).collect();
+        assert_eq!(pending, vec![0, 1, 0], "b waits for a's GPU, then takes it");
+        let last = result.samples.last().unwrap();
+        assert_eq!(last.scheduled, 3);
+        assert_eq!(last.gpu_alloc_milli, 1000, "only b holds the GPU");
     }
 
     #[test]

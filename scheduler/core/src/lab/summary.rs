@@ -53,7 +53,11 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// `field` of the samples averaged within each whole percent of arrived GPU.
+    /// `field` of the samples averaged within each whole percent of arrived GPU (bin `x`
+    /// holds the samples from x% to just below x+1%). A run that ends short of a whole
+    /// percent, as the artifact's arrivals end just short of the fill level (the draw that
+    /// would pass it is not added), also reports its final state at that percent when no
+    /// sample reached it.
     pub fn by_arrived(&self, field: impl Fn(&Sample) -> f64) -> BTreeMap<u64, f64> {
         let mut bins: BTreeMap<u64, (f64, u32)> = BTreeMap::new();
         for s in &self.samples {
@@ -62,6 +66,10 @@ impl RunResult {
                 .or_default();
             bin.0 += field(s);
             bin.1 += 1;
+        }
+        if let Some(last) = self.samples.last() {
+            let reached = last.arrived_gpu_pct.max(0.0).ceil() as u64;
+            bins.entry(reached).or_insert((field(last), 1));
         }
         bins.into_iter()
             .map(|(x, (sum, n))| (x, sum / f64::from(n)))
@@ -192,7 +200,20 @@ mod tests {
         let c = run(3, &[(99.0, 2.0)]);
         assert_eq!(
             a.by_arrived(|s| s.unallocated_gpu_pct),
-            BTreeMap::from([(99, 9.0), (100, 7.0)])
+            BTreeMap::from([(99, 9.0), (100, 7.0), (101, 7.0)]),
+            "the end state also stands at the next whole percent"
+        );
+        let exact = run(4, &[(129.2, 5.0), (130.0, 4.0)]);
+        assert_eq!(
+            exact.by_arrived(|s| s.unallocated_gpu_pct),
+            BTreeMap::from([(129, 5.0), (130, 4.0)]),
+            "a run that reaches a whole percent exactly ends there"
+        );
+        let short = run(5, &[(128.5, 6.0), (129.9, 5.0)]);
+        assert_eq!(
+            short.by_arrived(|s| s.unallocated_gpu_pct)[&130],
+            5.0,
+            "a run that stops just short of 130% reports its end state there"
         );
         let s = summarise(&[&a, &b, &c]);
         assert_eq!(s.seeds, vec![1, 2, 3]);

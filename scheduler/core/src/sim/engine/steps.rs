@@ -64,12 +64,32 @@ impl Engine {
             .upsert_claim(crate::dra::convert::claim(&claim));
     }
 
-    /// Removes a ResourceClaim (its allocation, if any, is freed).
+    /// Removes a ResourceClaim (its allocation, if any, is freed, and pods waiting for
+    /// devices are tried again).
     pub fn remove_claim(&mut self, namespace: &str, name: &str) {
+        let allocated = self
+            .scheduler
+            .snapshot
+            .dra()
+            .claim(namespace, name)
+            .is_some_and(|c| c.allocation.is_some());
         self.scheduler
             .snapshot
             .dra_mut()
             .remove_claim(namespace, name);
+        if allocated {
+            self.scheduler
+                .queue
+                .move_all_to_active_or_backoff(ClusterEvent::DeviceChanged, self.world.now);
+            self.world_changed();
+        }
+    }
+
+    /// The cluster changed outside an attempt (a removal, a node): pods set aside because
+    /// nothing had changed since their last failure are tried again.
+    fn world_changed(&mut self) {
+        self.world.generation += 1;
+        self.changed();
     }
 
     /// Schedules until no pod can make progress, moving the clock to back-off expiries no
@@ -113,7 +133,7 @@ impl Engine {
                     .queue
                     .move_all_to_active_or_backoff(event, self.world.now);
                 self.world.events.push(SimEvent::Removed { node: name });
-                self.changed();
+                self.world_changed();
             }
             Object::Namespace(ns) => {
                 self.scheduler
@@ -206,7 +226,7 @@ impl Engine {
         self.world.events.push(SimEvent::Removed {
             node: name.to_string(),
         });
-        self.changed();
+        self.world_changed();
         Ok(std::mem::take(&mut self.world.events))
     }
 
@@ -246,7 +266,7 @@ impl Engine {
         self.world.events.push(SimEvent::Removed {
             node: node.to_string(),
         });
-        self.changed();
+        self.world_changed();
     }
 
     /// A removed pod with an owner comes back as a new pending pod.
