@@ -1,10 +1,23 @@
 //! High availability over the real binaries (issue 13): clients given several replicas'
 //! addresses move to the next one when theirs goes away — the CLI at once, an agent's
-//! session without restarting the node's pods.
+//! session without restarting the node's pods; and, on three real etcd members, replicas
+//! that survive faults: the leader killed with SIGKILL mid-run, an etcd member killed
+//! mid-run, the leader paused past its lease. The etcd tests skip with a message where
+//! `etcd` is not installed (Debian's `etcd-server`), and fail then when `CI` is set.
 
 mod common;
 
-use common::{free_port, str_at, uids_logged, wait_until, TestCluster, POD_STOPPED};
+use std::collections::{HashMap, HashSet};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use berth_cli::client::Client;
+use berth_cli::config::Target;
+use berth_proto::model::{Kind, Object, Pod, PodPhase};
+use berth_proto::names::{CONDITION_READY, STATUS_TRUE};
+use common::{
+    free_port, str_at, uids_logged, wait_for, wait_until, Proc, TestCluster, POD_STOPPED,
+};
 
 #[test]
 fn cli_and_agent_fail_over_to_the_next_replica_without_restarting_pods() {
@@ -64,4 +77,507 @@ fn cli_and_agent_fail_over_to_the_next_replica_without_restarting_pods() {
     // The CLI given the dead replica first reaches the live one.
     let pods = cluster.berth_ok(&["--server", &format!("{first},{second}"), "get", "pods"]);
     assert!(pods.contains("web") && pods.contains("api"), "{pods}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Replicas on etcd: the fault tests.
+
+/// Leader election timing of the fault tests' replicas, shortened from kube's defaults so
+/// that each test stays well under a minute.
+const LEASE: Duration = Duration::from_secs(3);
+const RENEW: Duration = Duration::from_secs(2);
+const RETRY: Duration = Duration::from_millis(500);
+/// Failure guard of the long waits (never an expectation).
+const GUARD: Duration = Duration::from_secs(120);
+/// Simulated nodes, and each one's CPU: 10 × 10.5 cores hold 1,050 pods of 100m.
+const NODES: usize = 10;
+const NODE_CPU: &str = "10500m";
+const NODE_CPU_MILLIS: i64 = 10_500;
+
+/// The `etcd` binary, or None (after saying why the test is skipped) when it is not
+/// installed; with `CI` set its absence fails the test.
+fn etcd_or_skip(test: &str) -> Option<std::path::PathBuf> {
+    match berth_cli::etcd::find_etcd() {
+        Ok(path) => Some(path),
+        Err(e) if std::env::var_os("CI").is_some() => panic!("{test}: {e} (CI is set)"),
+        Err(e) => {
+            eprintln!("skipping {test}: {e}");
+            None
+        }
+    }
+}
+
+/// Three etcd members, scheduler replicas on them, and one agent process running the
+/// simulated nodes, all on loopback; logs in the test folder.
+struct HaCluster {
+    dir: tempfile::TempDir,
+    members: Vec<berth_cli::etcd::EtcdMember>,
+    etcd: Vec<Proc>,
+    /// Each replica's port and process.
+    replicas: Vec<(u16, Proc)>,
+    agents: Vec<Proc>,
+    rt: tokio::runtime::Runtime,
+}
+
+impl HaCluster {
+    fn start(etcd: &std::path::Path, replicas: usize) -> Self {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let members = berth_cli::etcd::plan(3, dir.path()).expect("etcd ports");
+        let mut cluster = HaCluster {
+            dir,
+            members,
+            etcd: Vec::new(),
+            replicas: Vec::new(),
+            agents: Vec::new(),
+            rt: common::runtime(),
+        };
+        for member in cluster.members.clone() {
+            let child = Command::new(etcd)
+                .args(member.args(&cluster.members))
+                .stdout(cluster.log(&member.name))
+                .stderr(cluster.log(&member.name))
+                .spawn()
+                .expect("starting etcd");
+            cluster.etcd.push(Proc {
+                child,
+                name: member.name.clone(),
+            });
+        }
+        wait_for("etcd is healthy", GUARD, || {
+            cluster.members.iter().all(|m| m.is_healthy())
+        });
+        for i in 0..replicas {
+            let port = free_port();
+            let name = format!("replica-{}", i + 1);
+            let child = Command::new(env!("CARGO_BIN_EXE_berth-scheduler"))
+                .args(["--listen", &format!("127.0.0.1:{port}")])
+                .args(["--store", &berth_cli::etcd::store_url(&cluster.members)])
+                .arg("--data-dir")
+                .arg(cluster.dir.path().join(&name))
+                .args(["--leader-elect-lease-duration", &millis(LEASE)])
+                .args(["--leader-elect-renew-deadline", &millis(RENEW)])
+                .args(["--leader-elect-retry-period", &millis(RETRY)])
+                .stdout(cluster.log(&name))
+                .stderr(cluster.log(&name))
+                .spawn()
+                .expect("starting berth-scheduler");
+            cluster.replicas.push((port, Proc { child, name }));
+        }
+        wait_for("every replica answers", GUARD, || {
+            cluster.replicas.iter().all(|(port, _)| {
+                cluster
+                    .rt
+                    .block_on(Client::connect(&format!("127.0.0.1:{port}")))
+                    .is_ok()
+            })
+        });
+        cluster
+    }
+
+    fn log(&self, name: &str) -> Stdio {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("{name}.log")))
+            .expect("log file");
+        Stdio::from(file)
+    }
+
+    fn log_of(&self, name: &str) -> String {
+        common::strip_ansi(
+            &std::fs::read_to_string(self.dir.path().join(format!("{name}.log")))
+                .unwrap_or_default(),
+        )
+    }
+
+    /// Every replica's address, as clients take them.
+    fn servers(&self) -> String {
+        self.replicas
+            .iter()
+            .map(|(port, _)| format!("http://127.0.0.1:{port}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// A client that fails over between the replicas.
+    fn client(&self) -> Client {
+        let target = Target {
+            server: self.servers(),
+            token: None,
+            ca: None,
+        };
+        self.rt
+            .block_on(Client::connect_to(&target))
+            .expect("a replica answers")
+    }
+
+    /// Starts one agent process running `NODES` simulated nodes, pointed at every replica.
+    fn start_agents(&mut self) {
+        let name = "agents";
+        let child = Command::new(env!("CARGO_BIN_EXE_berth-agent"))
+            .args(["--server", &self.servers()])
+            .args(["--runtime", "sim", "--count", &NODES.to_string()])
+            .args(["--node-name-prefix", "node-", "--cpu", NODE_CPU])
+            .args([
+                "--memory",
+                "64Gi",
+                "--pods",
+                "200",
+                "--heartbeat-interval",
+                "1s",
+            ])
+            .stdout(self.log(name))
+            .stderr(self.log(name))
+            .spawn()
+            .expect("starting berth-agent");
+        self.agents.push(Proc {
+            child,
+            name: name.into(),
+        });
+        let mut client = self.client();
+        wait_for("every node registers Ready", GUARD, || {
+            let nodes = self
+                .rt
+                .block_on(client.list(Kind::Node, "", "", ""))
+                .unwrap_or_default();
+            nodes
+                .iter()
+                .filter(|o| match o {
+                    Object::Node(n) => n
+                        .condition(CONDITION_READY)
+                        .is_some_and(|c| c.status == STATUS_TRUE),
+                    _ => false,
+                })
+                .count()
+                == NODES
+        });
+    }
+
+    /// The replicas that say they lead now (alive, and their last word on leadership is
+    /// that they lead), by index.
+    fn leaders(&mut self) -> Vec<usize> {
+        let mut leading = Vec::new();
+        for i in 0..self.replicas.len() {
+            if !matches!(self.replicas[i].1.child.try_wait(), Ok(None)) {
+                continue;
+            }
+            let log = self.log_of(&self.replicas[i].1.name);
+            let last = log
+                .lines()
+                .rev()
+                .find(|l| l.contains(LEADING) || l.contains(LOST));
+            if last.is_some_and(|l| l.contains(LEADING)) {
+                leading.push(i);
+            }
+        }
+        leading
+    }
+
+    /// Waits until exactly one live replica leads, and returns it.
+    fn leader(&mut self) -> usize {
+        let mut found = None;
+        wait_for("one replica leads", GUARD, || {
+            let leaders = self.leaders();
+            found = (leaders.len() == 1).then(|| leaders[0]);
+            found.is_some()
+        });
+        found.expect("a leader")
+    }
+
+    /// The election identity of replica `i`, from its log.
+    fn identity(&self, i: usize) -> String {
+        let log = self.log_of(&self.replicas[i].1.name);
+        let line = log
+            .lines()
+            .find(|l| l.contains("campaigning for leadership"))
+            .expect("the replica campaigned");
+        let rest = &line[line.find("identity=").expect("identity field") + 9..];
+        rest.split_whitespace()
+            .next()
+            .expect("identity")
+            .to_string()
+    }
+
+    /// A thread that watches the logs of the replicas other than `old` and returns how
+    /// long after `from` one of them first said it leads.
+    fn watch_takeover(
+        &self,
+        old: usize,
+        from: Instant,
+    ) -> std::thread::JoinHandle<(usize, Duration)> {
+        let logs: Vec<(usize, std::path::PathBuf)> = (0..self.replicas.len())
+            .filter(|&i| i != old)
+            .map(|i| {
+                (
+                    i,
+                    self.dir
+                        .path()
+                        .join(format!("{}.log", self.replicas[i].1.name)),
+                )
+            })
+            .collect();
+        std::thread::spawn(move || loop {
+            for (i, path) in &logs {
+                if std::fs::read_to_string(path).is_ok_and(|l| l.contains(LEADING)) {
+                    return (*i, from.elapsed());
+                }
+            }
+            assert!(from.elapsed() < GUARD, "no standby took over");
+            std::thread::sleep(Duration::from_millis(20));
+        })
+    }
+
+    /// Every pod, through any replica.
+    fn pods(&self) -> Vec<Pod> {
+        let mut client = self.client();
+        self.rt
+            .block_on(client.list(Kind::Pod, "", "", ""))
+            .expect("list pods")
+            .into_iter()
+            .filter_map(|o| match o {
+                Object::Pod(p) => Some(p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every event, through any replica.
+    fn events(&self) -> Vec<berth_proto::model::Event> {
+        let mut client = self.client();
+        self.rt
+            .block_on(client.list(Kind::Event, "", "", ""))
+            .expect("list events")
+            .into_iter()
+            .filter_map(|o| match o {
+                Object::Event(e) => Some(e),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Everything the processes logged, for failure messages (the last lines of each).
+    fn logs(&self) -> String {
+        let mut all = String::new();
+        for proc in self
+            .etcd
+            .iter()
+            .chain(self.replicas.iter().map(|(_, p)| p))
+            .chain(&self.agents)
+        {
+            let log = self.log_of(&proc.name);
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            all.push_str(&format!("--- {}\n", proc.name));
+            for line in tail.into_iter().rev() {
+                all.push_str(line);
+                all.push('\n');
+            }
+        }
+        all
+    }
+}
+
+/// A duration as the scheduler's flags take it.
+fn millis(d: Duration) -> String {
+    format!("{}ms", d.as_millis())
+}
+
+/// What a replica logs when it starts leading, and when it loses the leadership.
+const LEADING: &str = "leading: starting the scheduling loop";
+const LOST: &str = "leadership lost";
+
+/// The pods of batch `b` (50 pods of 100m), as model objects.
+fn pod_batch(b: usize, prefix: &str) -> Vec<Object> {
+    let yaml: String = (b * 50..(b + 1) * 50)
+        .map(|i| common::pod_yaml(&format!("{prefix}-{i:04}"), "100m", "", ""))
+        .collect();
+    berth_cli::manifest::parse_str("pods.yaml", &yaml, Default::default())
+        .expect("test manifest")
+        .manifests
+        .into_iter()
+        .map(|m| m.object)
+        .collect()
+}
+
+/// The invariants after a run: every acknowledged pod is stored, all of them run, no node
+/// holds more than it has, and no pod was started on two nodes.
+fn assert_invariants(cluster: &HaCluster, acknowledged: &[String]) {
+    wait_for("every acknowledged pod runs", GUARD, || {
+        let pods = cluster.pods();
+        let running: HashSet<&str> = pods
+            .iter()
+            .filter(|p| p.status.phase == PodPhase::Running)
+            .map(|p| p.metadata.name.as_str())
+            .collect();
+        acknowledged.iter().all(|n| running.contains(n.as_str()))
+    });
+    let pods = cluster.pods();
+    let stored: HashSet<&str> = pods.iter().map(|p| p.metadata.name.as_str()).collect();
+    let lost: Vec<&String> = acknowledged
+        .iter()
+        .filter(|n| !stored.contains(n.as_str()))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged pods lost: {lost:?}");
+    let mut cpu: HashMap<&str, i64> = HashMap::new();
+    for pod in &pods {
+        *cpu.entry(pod.spec.node_name.as_str()).or_default() += common::cpu_millis(pod);
+    }
+    for (node, used) in cpu {
+        assert!(
+            used <= NODE_CPU_MILLIS,
+            "node {node} is over-committed: {used}m"
+        );
+    }
+    // An agent logs each start under its node's span: a pod started on two nodes was bound
+    // twice.
+    let log = cluster.log_of("agents");
+    let mut nodes_of: HashMap<String, HashSet<String>> = HashMap::new();
+    for line in log.lines().filter(|l| l.contains(common::POD_STARTED)) {
+        let field = |name: &str| {
+            let at = line.find(name)? + name.len();
+            Some(
+                line[at..]
+                    .split(|c: char| c.is_whitespace() || c == '}' || c == ':')
+                    .next()?
+                    .to_string(),
+            )
+        };
+        if let (Some(uid), Some(node)) = (field("uid="), field("node=")) {
+            nodes_of.entry(uid).or_default().insert(node);
+        }
+    }
+    let twice: Vec<_> = nodes_of
+        .iter()
+        .filter(|(_, nodes)| nodes.len() > 1)
+        .collect();
+    assert!(twice.is_empty(), "pods started on two nodes: {twice:?}");
+}
+
+/// Applies `batches` batches of 50 pods through a failing-over client, calling `fault`
+/// after batch `at`; returns the names of the pods whose apply was acknowledged.
+fn apply_run(
+    cluster: &mut HaCluster,
+    batches: usize,
+    at: usize,
+    prefix: &str,
+    mut fault: impl FnMut(&mut HaCluster),
+) -> Vec<String> {
+    let mut client = cluster.client();
+    let mut acknowledged = Vec::new();
+    for b in 0..batches {
+        if b == at {
+            fault(cluster);
+        }
+        let objects = pod_batch(b, prefix);
+        match cluster.rt.block_on(client.apply(&objects, false)) {
+            Ok(applied) => acknowledged.extend(applied.into_iter().map(|a| a.name)),
+            Err(e) => panic!("apply of batch {b} failed: {e}\n{}", cluster.logs()),
+        }
+    }
+    acknowledged
+}
+
+#[test]
+fn killing_the_leader_mid_run_loses_nothing_and_a_standby_takes_over() {
+    let Some(etcd) = etcd_or_skip("killing_the_leader_mid_run") else {
+        return;
+    };
+    let mut cluster = HaCluster::start(&etcd, 3);
+    cluster.start_agents();
+    let old = cluster.leader();
+    let mut takeover = None;
+    let acknowledged = apply_run(&mut cluster, 20, 8, "pod", |cluster| {
+        cluster.replicas[old].1.kill();
+        takeover = Some(cluster.watch_takeover(old, Instant::now()));
+    });
+    let (first, took) = takeover
+        .expect("killed")
+        .join()
+        .expect("watching the takeover");
+    let new = cluster.leader();
+    assert_eq!(new, first, "the standby that took over still leads");
+    eprintln!(
+        "failover: replica-{} led {took:?} after replica-{} was killed",
+        new + 1,
+        old + 1
+    );
+    // The bound is the election's (lease, then one retry), with room for a loaded machine.
+    assert!(
+        took <= LEASE + RETRY + Duration::from_secs(2),
+        "the standby took {took:?} to lead\n{}",
+        cluster.logs()
+    );
+    assert_eq!(acknowledged.len(), 1000);
+    assert_invariants(&cluster, &acknowledged);
+}
+
+#[test]
+fn killing_an_etcd_member_mid_run_is_only_retried_requests() {
+    let Some(etcd) = etcd_or_skip("killing_an_etcd_member_mid_run") else {
+        return;
+    };
+    let mut cluster = HaCluster::start(&etcd, 2);
+    cluster.start_agents();
+    let acknowledged = apply_run(&mut cluster, 10, 4, "pod", |cluster| {
+        cluster.etcd[0].kill();
+    });
+    // apply_run panics on any failed apply: the clients saw nothing worse than retries.
+    assert_eq!(acknowledged.len(), 500);
+    assert_invariants(&cluster, &acknowledged);
+}
+
+#[test]
+fn a_paused_leader_writes_nothing_after_losing_its_lease() {
+    let Some(etcd) = etcd_or_skip("a_paused_leader_writes_nothing") else {
+        return;
+    };
+    let mut cluster = HaCluster::start(&etcd, 2);
+    cluster.start_agents();
+    let old = cluster.leader();
+    let old_identity = cluster.identity(old);
+    let before = apply_run(&mut cluster, 2, usize::MAX, "before", |_| {});
+    assert_invariants(&cluster, &before);
+
+    // Paused past its lease: the other replica takes over and schedules what comes next.
+    cluster.replicas[old].1.signal("STOP");
+    let new = 1 - old;
+    wait_for("the other replica leads", GUARD, || {
+        cluster
+            .log_of(&cluster.replicas[new].1.name)
+            .contains(LEADING)
+    });
+    let after = apply_run(&mut cluster, 2, usize::MAX, "after", |_| {});
+    // Thawed, it finds its lease gone and stops its loops; whatever it still had queued
+    // is refused by the fence.
+    cluster.replicas[old].1.signal("CONT");
+    wait_for(
+        "the thawed replica notices it lost the lease",
+        GUARD,
+        || cluster.log_of(&cluster.replicas[old].1.name).contains(LOST),
+    );
+    assert_invariants(&cluster, &after);
+
+    let new_identity = cluster.identity(new);
+    let events = cluster.events();
+    for event in events.iter().filter(|e| e.reason == "Scheduled") {
+        let name = &event.involved_object.name;
+        if name.starts_with("after-") {
+            assert_eq!(
+                event.reporting_instance, new_identity,
+                "{name} was scheduled by the paused replica"
+            );
+        }
+        assert!(
+            event.reporting_instance == old_identity || event.reporting_instance == new_identity,
+            "{event:?}"
+        );
+    }
+    let scheduled_after = events
+        .iter()
+        .filter(|e| e.reason == "Scheduled" && e.involved_object.name.starts_with("after-"))
+        .count();
+    assert_eq!(
+        scheduled_after,
+        after.len(),
+        "every later pod was scheduled once"
+    );
 }

@@ -6,6 +6,11 @@
 //! (an admin token for the CLI, a viewer token for the web view and the metrics, one node
 //! token per agent), and with `--tls` a throwaway CA and a server certificate for 127.0.0.1
 //! and localhost; the client config it writes holds the server, the admin token and the CA.
+//!
+//! With `--ha` the control plane is highly available: three etcd members ([`crate::etcd`]),
+//! `--replicas` scheduler replicas on the etcd store (one leads, the others stand by), and
+//! agents and the client config naming every replica, so that killing any one replica (the
+//! leader too) or any one etcd member leaves the cluster working.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -50,7 +55,18 @@ pub struct DevArgs {
     /// DeviceClass `gpu.berth.dev` is created with them.
     #[arg(long, value_name = "N[:MODEL[:MEMORY]]", value_parser = gpus_flag)]
     pub gpus: Option<String>,
+    /// A highly available control plane: three etcd members (`etcd` must be on the PATH)
+    /// and --replicas scheduler replicas that elect a leader; agents and the CLI fail over
+    /// between the replicas.
+    #[arg(long)]
+    pub ha: bool,
+    /// Scheduler replicas with --ha.
+    #[arg(long, default_value_t = 3, requires = "ha")]
+    pub replicas: u32,
 }
+
+/// etcd members of `berth dev --ha`: a majority survives the loss of any one.
+const HA_ETCD_MEMBERS: usize = 3;
 
 /// A fresh random token: 32 bytes from the thread's CSPRNG (seeded by the OS), as hex.
 pub fn random_token() -> String {
@@ -163,18 +179,27 @@ pub fn generate_tls(dir: &Path, hosts: &[&str]) -> Result<TlsFiles> {
 
 /// The processes of a running dev cluster.
 struct Cluster {
-    scheduler: Child,
+    /// The scheduler replicas (one without --ha), by name.
+    schedulers: Vec<(String, Child)>,
     agents: Vec<(String, Child)>,
+    /// The etcd members, with --ha.
+    etcd: Vec<(String, Child)>,
+    /// Whether the cluster survives the loss of one replica or member (--ha).
+    ha: bool,
 }
 
 impl Cluster {
-    /// Stops agents first (so they do not reconnect in a loop), then the scheduler, each with
-    /// SIGTERM and a grace period, then SIGKILL.
+    /// Stops agents first (so they do not reconnect in a loop), then the schedulers, then
+    /// etcd, each with SIGTERM and a grace period, then SIGKILL.
     async fn stop(&mut self) {
-        for (_, agent) in &mut self.agents {
-            terminate(agent).await;
+        for (_, child) in self
+            .agents
+            .iter_mut()
+            .chain(&mut self.schedulers)
+            .chain(&mut self.etcd)
+        {
+            terminate(child).await;
         }
-        terminate(&mut self.scheduler).await;
     }
 }
 
@@ -200,6 +225,14 @@ pub async fn run(args: DevArgs) -> Result<()> {
     if args.nodes == 0 {
         bail!("--nodes: must be at least 1, got 0");
     }
+    if args.ha && args.replicas == 0 {
+        bail!("--replicas: must be at least 1, got 0");
+    }
+    let etcd_exe = if args.ha {
+        Some(crate::etcd::find_etcd().context("berth dev --ha runs three etcd members")?)
+    } else {
+        None
+    };
     let (data_dir, _temp) = match &args.data_dir {
         Some(dir) => (dir.clone(), None),
         None => {
@@ -222,19 +255,51 @@ pub async fn run(args: DevArgs) -> Result<()> {
     let tokens = DevTokens::generate(args.nodes);
     let token_file = data_dir.join("tokens.csv");
     tokens.write(&token_file)?;
+    let mut cluster = Cluster {
+        schedulers: Vec::new(),
+        agents: Vec::new(),
+        etcd: Vec::new(),
+        ha: args.ha,
+    };
+    // With --ha: the etcd members first, healthy before any replica connects.
+    let members = match &etcd_exe {
+        Some(etcd) => {
+            let members = crate::etcd::plan(HA_ETCD_MEMBERS, &data_dir)?;
+            for member in &members {
+                let child = spawn(
+                    etcd,
+                    &member.args(&members),
+                    &[],
+                    &logs.join(format!("{}.log", member.name)),
+                )?;
+                cluster.etcd.push((member.name.clone(), child));
+            }
+            if let Err(e) = wait_for_etcd(&mut cluster, &members, args.timeout).await {
+                cluster.stop().await;
+                return Err(e.context(format!(
+                    "starting etcd for the dev cluster (logs in {})",
+                    logs.display()
+                )));
+            }
+            members
+        }
+        None => Vec::new(),
+    };
+    let replicas = if args.ha { args.replicas } else { 1 };
+    let mut listens = vec![listen];
+    for _ in 1..replicas {
+        listens.push(pick_address(0)?);
+    }
     let mut scheduler_args = vec![
         "scheduler".into(),
-        "--listen".into(),
-        listen.to_string(),
         "--data-dir".into(),
         data_dir.join("store").display().to_string(),
         "--token-file".into(),
         token_file.display().to_string(),
-        "--web-listen".into(),
-        web.to_string(),
-        "--metrics-listen".into(),
-        metrics.to_string(),
     ];
+    if args.ha {
+        scheduler_args.extend(["--store".into(), crate::etcd::store_url(&members)]);
+    }
     let tls = if args.tls {
         let files = generate_tls(&data_dir.join("tls"), &["127.0.0.1", "localhost"])?;
         scheduler_args.extend([
@@ -248,18 +313,37 @@ pub async fn run(args: DevArgs) -> Result<()> {
         None
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let server = format!("{scheme}://{listen}");
+    let server = listens
+        .iter()
+        .map(|l| format!("{scheme}://{l}"))
+        .collect::<Vec<_>>()
+        .join(",");
     let target = crate::config::Target {
         server: server.clone(),
         token: Some(tokens.admin.clone()),
         ca: tls.as_ref().map(|t| t.ca.clone()),
     };
 
-    let scheduler = spawn(&exe, &scheduler_args, &[], &logs.join("scheduler.log"))?;
-    let mut cluster = Cluster {
-        scheduler,
-        agents: Vec::new(),
-    };
+    for (i, addr) in listens.iter().enumerate() {
+        let mut replica_args = scheduler_args.clone();
+        replica_args.extend(["--listen".into(), addr.to_string()]);
+        // The web view and the metrics are served by the first replica.
+        if i == 0 {
+            replica_args.extend([
+                "--web-listen".into(),
+                web.to_string(),
+                "--metrics-listen".into(),
+                metrics.to_string(),
+            ]);
+        }
+        let name = if args.ha {
+            format!("scheduler-{}", i + 1)
+        } else {
+            "scheduler".to_string()
+        };
+        let child = spawn(&exe, &replica_args, &[], &logs.join(format!("{name}.log")))?;
+        cluster.schedulers.push((name, child));
+    }
     let result = start_and_wait(&mut cluster, &args, &exe, &target, &tokens, &logs).await;
     if let Err(e) = result {
         cluster.stop().await;
@@ -279,10 +363,31 @@ pub async fn run(args: DevArgs) -> Result<()> {
     )
     .with_context(|| format!("writing the client config {}", config.display()))?;
 
-    println!(
-        "Berth dev cluster is up: scheduler at {server} with {} node(s).",
-        args.nodes
-    );
+    if args.ha {
+        println!(
+            "Berth dev cluster is up (HA): {} scheduler replicas on {} etcd members, {} node(s).",
+            listens.len(),
+            members.len(),
+            args.nodes
+        );
+        for ((name, child), addr) in cluster.schedulers.iter().zip(&listens) {
+            let pid = child.id().unwrap_or_default();
+            println!("  {name}: {scheme}://{addr} (pid {pid})");
+        }
+        for ((name, child), member) in cluster.etcd.iter().zip(&members) {
+            let pid = child.id().unwrap_or_default();
+            println!("  {name}: http://{} (pid {pid})", member.client);
+        }
+        println!("  store:  {}", crate::etcd::store_url(&members));
+        println!(
+            "  One replica leads (its log says \"leading\"); kill -9 it and a standby takes over."
+        );
+    } else {
+        println!(
+            "Berth dev cluster is up: scheduler at {server} with {} node(s).",
+            args.nodes
+        );
+    }
     println!(
         "  data:   {}{}",
         data_dir.display(),
@@ -331,10 +436,10 @@ pub async fn run(args: DevArgs) -> Result<()> {
     outcome
 }
 
-/// 127.0.0.1:`port` if free, else a free port chosen by the kernel.
+/// 127.0.0.1:`port` if free, else (or for port 0) a free port chosen by the kernel.
 fn pick_address(port: u16) -> Result<SocketAddr> {
     let preferred = SocketAddr::from(([127, 0, 0, 1], port));
-    if TcpListener::bind(preferred).is_ok() {
+    if port != 0 && TcpListener::bind(preferred).is_ok() {
         return Ok(preferred);
     }
     let listener = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
@@ -374,8 +479,10 @@ async fn start_and_wait(
         &format!("waiting for the scheduler at {server}"),
     )?;
     let mut client = loop {
-        if let Some(status) = cluster.scheduler.try_wait()? {
-            bail!("the scheduler exited ({status}) before it was ready");
+        for (name, scheduler) in &mut cluster.schedulers {
+            if let Some(status) = scheduler.try_wait()? {
+                bail!("{name} exited ({status}) before it was ready");
+            }
         }
         match crate::client::connect_to(target).await {
             Ok(c) => break c,
@@ -480,23 +587,72 @@ fn gpus_flag(spec: &str) -> std::result::Result<String, String> {
     berth_agent::devices::parse_gpus(spec).map(|_| spec.to_string())
 }
 
-/// Waits for Ctrl-C or SIGTERM (Ok), or for a process of the cluster to die (Err).
+/// Waits until every etcd member reports healthy (the cluster has a leader), failing when
+/// one exits first or `timeout` passes.
+async fn wait_for_etcd(
+    cluster: &mut Cluster,
+    members: &[crate::etcd::EtcdMember],
+    timeout: Duration,
+) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        for (name, child) in &mut cluster.etcd {
+            if let Some(status) = child.try_wait()? {
+                bail!("{name} exited ({status}) before it was healthy");
+            }
+        }
+        let members = members.to_vec();
+        let healthy =
+            tokio::task::spawn_blocking(move || members.iter().all(|m| m.is_healthy())).await?;
+        if healthy {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!("etcd did not become healthy within {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits for Ctrl-C or SIGTERM (Ok), or for a process of the cluster to die (Err; with
+/// --ha only when no scheduler replica is left).
 async fn wait_for_exit(cluster: &mut Cluster) -> Result<()> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;
     let mut check = tokio::time::interval(Duration::from_millis(500));
+    let mut reported = std::collections::HashSet::new();
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => return Ok(()),
             _ = term.recv() => return Ok(()),
             _ = check.tick() => {
-                if let Some(status) = cluster.scheduler.try_wait()? {
-                    bail!("the scheduler exited unexpectedly ({status})");
-                }
                 for (name, agent) in &mut cluster.agents {
                     if let Some(status) = agent.try_wait()? {
                         bail!("agent {name} exited unexpectedly ({status})");
                     }
+                }
+                if !cluster.ha {
+                    if let Some((name, scheduler)) = cluster.schedulers.first_mut() {
+                        if let Some(status) = scheduler.try_wait()? {
+                            bail!("{name} exited unexpectedly ({status})");
+                        }
+                    }
+                    continue;
+                }
+                // With --ha the loss of a replica or a member is survived: say so once.
+                let mut replicas_left = 0;
+                for (name, child) in cluster.schedulers.iter_mut().chain(&mut cluster.etcd) {
+                    match child.try_wait()? {
+                        Some(status) if reported.insert(name.clone()) => {
+                            println!("{name} exited ({status}); the others carry on");
+                        }
+                        Some(_) => {}
+                        None if name.starts_with("scheduler") => replicas_left += 1,
+                        None => {}
+                    }
+                }
+                if replicas_left == 0 {
+                    bail!("every scheduler replica has exited");
                 }
             }
         }

@@ -24,6 +24,7 @@ pub mod cmd;
 pub mod config;
 pub mod daemon;
 pub mod dev;
+pub mod etcd;
 pub mod jsonpath;
 pub mod lab;
 pub mod manifest;

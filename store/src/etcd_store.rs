@@ -1286,6 +1286,9 @@ async fn keep_leading(
         }
         if keepalive.is_none() {
             let (tx, rx) = tokio::sync::mpsc::channel(1);
+            // etcd sends the stream's response headers with its first answer: the first
+            // request must be queued before the call, or opening it waits for nothing.
+            let _ = tx.try_send(LeaseKeepAliveRequest { id: lease });
             let stream = ReceiverStream::new(rx);
             match shared
                 .request(

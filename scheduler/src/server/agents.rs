@@ -167,6 +167,9 @@ pub struct AgentService {
     health: Arc<NodeHealth>,
     /// Where usage, agents' events and log chunks go.
     telemetry: Option<Arc<super::usage::Telemetry>>,
+    /// With replicas: how old the stored heartbeat may grow before a heartbeat is stored
+    /// even though nothing changed, so that the leader sees agents that talk to others.
+    status_report_period: Option<std::time::Duration>,
 }
 
 impl AgentService {
@@ -178,7 +181,14 @@ impl AgentService {
             bindings: Arc::default(),
             health: Arc::default(),
             telemetry: None,
+            status_report_period: None,
         }
+    }
+
+    /// Stores a node's heartbeat at least every `period` (for replicas sharing a store).
+    pub fn with_status_report_period(mut self, period: std::time::Duration) -> Self {
+        self.status_report_period = Some(period);
+        self
     }
 
     /// Hands agents' usage, events and log chunks to `telemetry`.
@@ -341,6 +351,11 @@ impl AgentService {
             return Err(Error::NotFound { key });
         };
         let now = Time::now();
+        let stale = self.status_report_period.is_some_and(|period| {
+            node.condition(names::CONDITION_READY)
+                .and_then(|c| c.last_heartbeat_time)
+                .is_none_or(|beat| now.0.duration_since(beat.0).unwrap_or_default() >= period)
+        });
         let mut changed = false;
         for c in conditions {
             changed |= set_condition(&mut node.status.conditions, c, now);
@@ -349,7 +364,7 @@ impl AgentService {
             node.status.images = images;
             changed = true;
         }
-        if changed {
+        if changed || stale {
             let rv = node.metadata.resource_version.clone();
             self.store.commit(vec![Op::Update {
                 object: Object::Node(node),

@@ -429,7 +429,7 @@ pub async fn run(
         .add_service(
             security.protect(
                 pb::agent_server::AgentServer::new(
-                    agents::AgentService::new(store.clone(), sessions.clone())
+                    agents_service(&backend, &args, store.clone(), sessions.clone())
                         .with_health(node_health)
                         .with_telemetry(telemetry.clone()),
                 )
@@ -470,6 +470,25 @@ pub async fn run(
     }
     info!("berth-scheduler stopped");
     result
+}
+
+/// The Agent service; on a store that replicas share (etcd), it stores each node's
+/// heartbeat at least every quarter of the grace period (at most every 10 s, kubelet's
+/// status update frequency), so that the leader's node lifecycle controller hears of
+/// agents whose sessions are on other replicas.
+fn agents_service(
+    backend: &Backend,
+    args: &Args,
+    store: Arc<dyn ObjectStore>,
+    sessions: Arc<agents::Sessions>,
+) -> agents::AgentService {
+    let service = agents::AgentService::new(store, sessions);
+    match backend {
+        Backend::Sled(_) => service,
+        _ => service.with_status_report_period(
+            (args.node_monitor_grace_period / 4).min(std::time::Duration::from_secs(10)),
+        ),
+    }
 }
 
 /// Waits for a loop's thread to end, saying so if it ended by a panic (already reported by

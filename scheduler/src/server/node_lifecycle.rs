@@ -6,6 +6,11 @@
 //! The controller follows the nodes through an [`Informer`]: each round works from its
 //! reflector, and a node change (or a re-list after falling behind) starts a round at once.
 //!
+//! With replicas, a node's agent may talk to a replica other than the leader: the agent
+//! service then also stores the Ready condition's `lastHeartbeatTime` every so often, and
+//! the controller counts a node as heard from when it sees that time change (kube's
+//! controller does the same with what it observes, never comparing clocks).
+//!
 //! Heartbeat times live in memory ([`NodeHealth`], fed by the agent service): after a scheduler
 //! restart every node gets a fresh grace period, so that a restart does not taint the whole
 //! cluster. Only nodes an agent looks after are watched for silence: a node whose Ready
@@ -366,6 +371,8 @@ pub struct NodeLifecycleController {
     config: LifecycleConfig,
     queue: NoExecuteQueue,
     events: EventRecorder,
+    /// The Ready condition's `lastHeartbeatTime` last seen per node.
+    heartbeats: HashMap<String, Time>,
 }
 
 impl NodeLifecycleController {
@@ -383,6 +390,7 @@ impl NodeLifecycleController {
             queue: NoExecuteQueue::new(config.eviction_rate, Instant::now()),
             config,
             events,
+            heartbeats: HashMap::new(),
         }
     }
 
@@ -395,6 +403,18 @@ impl NodeLifecycleController {
         let nodes: Vec<Node> = self.nodes.cache().nodes().into_iter().cloned().collect();
         let names: HashSet<&str> = nodes.iter().map(|n| n.metadata.name.as_str()).collect();
         self.health.retain(&names);
+        self.heartbeats.retain(|n, _| names.contains(n.as_str()));
+        for node in &nodes {
+            let beat = node
+                .condition(CONDITION_READY)
+                .and_then(|c| c.last_heartbeat_time);
+            if let Some(beat) = beat {
+                // A stored heartbeat that moved on: the agent was heard, by some replica.
+                if self.heartbeats.insert(node.metadata.name.clone(), beat) != Some(beat) {
+                    self.health.record_at(&node.metadata.name, now);
+                }
+            }
+        }
 
         let mut plans = Vec::with_capacity(nodes.len());
         let mut want_new = BTreeSet::new();
