@@ -3,7 +3,8 @@
 //! heartbeat every second and report the pods they are given as Running, for 60 s.
 //! Reports p50/p99 latency per call and checks that no call failed and no acknowledged
 //! write was lost. A benchmark, not a test: `cargo bench -p berth-benches --bench api_load`.
-//! `BERTH_LOAD_SECONDS`, `BERTH_LOAD_CLIENTS` and `BERTH_LOAD_NODES` shrink or grow a run.
+//! `BERTH_LOAD_SECONDS`, `BERTH_LOAD_CLIENTS` and `BERTH_LOAD_NODES` shrink or grow a run;
+//! `BERTH_LOAD_STORE=etcd://HOST:PORT,...` runs it on etcd instead of the embedded store.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -254,9 +255,13 @@ fn main() {
         .expect("tokio runtime");
     rt.block_on(async move {
         let dir = tempfile::tempdir().expect("temporary store");
+        let store = std::env::var("BERTH_LOAD_STORE").unwrap_or_default();
+        let mut flags = vec!["--seed", "1"];
+        if !store.is_empty() {
+            flags.extend(["--store", store.as_str()]);
+        }
         let server =
-            berth_scheduler::server::InProcess::start(&dir.path().join("store"), &["--seed", "1"])
-                .await;
+            berth_scheduler::server::InProcess::start(&dir.path().join("store"), &flags).await;
         let addr = server.addr;
         let endpoint = Endpoint::from_shared(format!("http://{addr}")).expect("address");
         // A few connections shared by everyone, as a client library would pool them.

@@ -89,6 +89,10 @@ pub struct BenchArgs {
     /// Rounds of the comparison (one run of each binary per round).
     #[arg(long, default_value_t = 5, requires = "ab")]
     pub rounds: usize,
+    /// With --e2e: the scheduler's `--store` (`etcd://HOST:PORT,...`) instead of the
+    /// embedded store in the data folder.
+    #[arg(long, requires = "e2e")]
+    pub store: Option<String>,
 }
 
 /// Runs the benchmark (or, with `--ab`, the comparison) and prints its report on stdout.
@@ -174,7 +178,7 @@ struct Scheduler {
 }
 
 impl Scheduler {
-    fn start(dir: &Path, listen: &str, seed: u64) -> Result<Self> {
+    fn start(dir: &Path, listen: &str, seed: u64, store: Option<&str>) -> Result<Self> {
         let exe = std::env::current_exe().context("finding the berth executable")?;
         let log = dir.join("scheduler.log");
         let out =
@@ -185,6 +189,7 @@ impl Scheduler {
             .args(["--metrics-listen", &metrics])
             .arg("--data-dir")
             .arg(dir.join("store"))
+            .args(store.map(|url| ["--store", url]).into_iter().flatten())
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .env_remove("BERTH_TOKEN_FILE")
@@ -471,7 +476,7 @@ async fn wait_until(
 async fn run_e2e(workload: &Workload, args: &BenchArgs, dir: &Path) -> Result<Report> {
     let listen = free_address()?;
     let server = format!("http://{listen}");
-    let scheduler = Scheduler::start(dir, &listen, args.seed)?;
+    let scheduler = Scheduler::start(dir, &listen, args.seed, args.store.as_deref())?;
     let result = drive_e2e(workload, args, &server, &scheduler).await;
     match result {
         Ok((mut report, rss)) => {

@@ -1171,7 +1171,9 @@ impl EtcdElector {
             Arc::clone(&lost_tx),
             stop_rx,
         ));
-        let runtime = Arc::clone(&self.runtime);
+        // Held weakly: once the store and its electors are gone, so is the runtime that
+        // renews the lease, as when the process dies (the lease then runs out).
+        let runtime = Arc::downgrade(&self.runtime);
         let shared = Arc::clone(&self.shared);
         let who = identity.to_string();
         Leadership::new(
@@ -1179,6 +1181,9 @@ impl EtcdElector {
             Box::new(move || {
                 let _ = lost_tx.send(true);
                 let _ = stop_tx.send(());
+                let Some(runtime) = runtime.upgrade() else {
+                    return;
+                };
                 // Revoking the lease deletes the key, so a standby takes over at once.
                 let revoked = runtime.call(async move {
                     shared

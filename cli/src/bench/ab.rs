@@ -171,6 +171,9 @@ fn child_args(args: &BenchArgs) -> Vec<String> {
     if args.e2e {
         out.push("--e2e".to_string());
     }
+    if let Some(store) = &args.store {
+        out.extend(["--store".to_string(), store.clone()]);
+    }
     out.extend([
         "--seed".to_string(),
         args.seed.to_string(),
