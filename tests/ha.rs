@@ -226,12 +226,12 @@ impl HaCluster {
             .expect("a replica answers")
     }
 
-    /// Starts one agent process running `nodes` simulated nodes, pointed at every replica.
-    fn start_agents(&mut self, nodes: usize) {
+    /// Starts one agent process running `count` simulated nodes, pointed at every replica.
+    fn start_agents(&mut self, count: usize) {
         let name = "agents";
         let child = Command::new(env!("CARGO_BIN_EXE_berth-agent"))
             .args(["--server", &self.servers()])
-            .args(["--runtime", "sim", "--count", &nodes.to_string()])
+            .args(["--runtime", "sim", "--count", &count.to_string()])
             .args(["--node-name-prefix", "node-", "--cpu", NODE_CPU])
             .args([
                 "--memory",
@@ -264,7 +264,7 @@ impl HaCluster {
                     _ => false,
                 })
                 .count()
-                == nodes
+                == count
         });
     }
 
