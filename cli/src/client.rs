@@ -22,6 +22,12 @@ use crate::config::{normalize_server, Target};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest response accepted: a list of many thousands of pods is several megabytes.
 const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
+/// HTTP/2 pings on an idle or busy connection: a replica that stops answering them (paused,
+/// partitioned) is given up on after the timeout, failing its calls as unavailable, so
+/// that they move to another replica instead of waiting for ever.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(2);
+/// How long a ping may go unanswered.
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(4);
 /// How many times a call that is safe to repeat is retried after the server went away.
 const RETRIES: u32 = 8;
 /// First pause before a retry; it doubles up to [`RETRY_MAX_DELAY`].
@@ -238,7 +244,10 @@ async fn connect_one(target: &Target) -> Result<(Channel, BearerToken), ClientEr
             server: server.to_string(),
             reason: root_cause(&e),
         })?
-        .connect_timeout(CONNECT_TIMEOUT);
+        .connect_timeout(CONNECT_TIMEOUT)
+        .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+        .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+        .keep_alive_while_idle(true);
     if endpoint.uri().scheme_str() == Some("https") {
         let tls = match &target.ca {
             Some(path) => {
