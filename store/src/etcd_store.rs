@@ -895,7 +895,15 @@ async fn watch_loop(shared: Arc<Shared>) {
                 tracing::warn!(reason = %response.cancel_reason, "etcd watch canceled; resuming");
                 break;
             }
-            let mut last = response.header.as_ref().map_or(0, |h| h.revision);
+            // Only a progress notification (no events, not the creation reply) vouches for
+            // every change up to its header's revision; the creation reply's header is the
+            // store's revision while older events may still follow, so otherwise only the
+            // events' own revisions count.
+            let mut last = if response.events.is_empty() && !response.created {
+                response.header.as_ref().map_or(0, |h| h.revision)
+            } else {
+                0
+            };
             for event in response.events {
                 let Some(kv) = event.kv else { continue };
                 last = last.max(kv.mod_revision);
