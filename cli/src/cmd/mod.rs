@@ -34,13 +34,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::bail;
-use berth_proto::model::{Kind, Object};
+use berth_proto::model::{Kind, Object, DEFAULT_NAMESPACE};
 
 use crate::client::{Client, ClientError};
 use crate::{config, Command, GlobalArgs};
-
-/// Namespace used when `-n` is not given.
-pub const DEFAULT_NAMESPACE: &str = "default";
 
 /// How many times a read-modify-write verb (label, taint, cordon) retries after a conflict.
 const CONFLICT_RETRIES: usize = 5;
