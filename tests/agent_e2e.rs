@@ -340,7 +340,7 @@ fn dev_pod_node(config: &std::path::Path, pod: &str) -> Option<String> {
 fn on_berth_dev_a_second_host_port_pod_is_kept_off_the_node_that_has_the_first() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let config = dir.path().join("config");
-    let mut dev = StopOnDrop(common::spawn_berth_dev(
+    let mut dev = common::StopOnDrop(common::spawn_berth_dev(
         dir.path(),
         &config,
         common::free_port(),
@@ -393,14 +393,4 @@ fn on_berth_dev_a_second_host_port_pod_is_kept_off_the_node_that_has_the_first()
     assert_eq!(dev_pod_node(&config, "web-3"), None);
     let status = dev.0.terminate();
     assert!(status.success(), "berth dev stops cleanly: {status}");
-}
-
-/// `berth dev`, stopped with SIGTERM when dropped (a failed assertion too), so that it ends
-/// the scheduler and agents it started rather than leaving them behind.
-struct StopOnDrop(common::Proc);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.stop();
-    }
 }

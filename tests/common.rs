@@ -27,8 +27,12 @@ pub struct Proc {
 }
 
 impl Proc {
-    /// Sends SIGTERM and waits for the exit, killing after 10 s.
+    /// Sends SIGTERM and waits for the exit, killing after 10 s (nothing when it has exited
+    /// already).
     pub fn stop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
         let _ = Command::new("kill")
             .arg("-TERM")
             .arg(self.child.id().to_string())
@@ -98,6 +102,16 @@ pub fn spawn_berth_dev(dir: &Path, config: &Path, port: u16, args: &[&str]) -> P
     Proc {
         child,
         name: "berth dev".into(),
+    }
+}
+
+/// A process (`berth dev`) stopped with SIGTERM when dropped (a failed assertion too), so
+/// that it ends the processes it started rather than leaving them behind.
+pub struct StopOnDrop(pub Proc);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
     }
 }
 
@@ -556,11 +570,24 @@ pub fn list_pods(
         .into_inner()
         .objects
         .into_iter()
-        .filter_map(|o| match berth_proto::wire::object_from_pb(&o) {
-            Ok(berth_proto::model::Object::Pod(p)) => Some(p),
-            _ => None,
-        })
+        .filter_map(|o| berth_proto::wire::object_from_pb(&o).ok().and_then(as_pod))
         .collect())
+}
+
+/// The pod an object is, if it is one.
+pub fn as_pod(object: berth_proto::model::Object) -> Option<berth_proto::model::Pod> {
+    match object {
+        berth_proto::model::Object::Pod(p) => Some(p),
+        _ => None,
+    }
+}
+
+/// The event an object is, if it is one.
+pub fn as_event(object: berth_proto::model::Object) -> Option<berth_proto::model::Event> {
+    match object {
+        berth_proto::model::Object::Event(e) => Some(e),
+        _ => None,
+    }
 }
 
 /// Removes ANSI escape sequences (`ESC [ ... letter`) from log text.
@@ -653,8 +680,18 @@ impl Lines {
 
     /// Waits for the next line that satisfies `cond` (skipping others), failing the test
     /// after [`TIMEOUT`] or when the output ends; returns it.
-    pub fn wait_for(&mut self, what: &str, mut cond: impl FnMut(&str) -> bool) -> String {
-        let deadline = Instant::now() + TIMEOUT;
+    pub fn wait_for(&mut self, what: &str, cond: impl FnMut(&str) -> bool) -> String {
+        self.wait_within(what, TIMEOUT, cond)
+    }
+
+    /// [`Lines::wait_for`], failing after `limit`.
+    pub fn wait_within(
+        &mut self,
+        what: &str,
+        limit: Duration,
+        mut cond: impl FnMut(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.receiver.recv_timeout(left) {

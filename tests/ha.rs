@@ -182,11 +182,18 @@ impl HaCluster {
         }
     }
 
-    /// Starts replica `i` again, on its port, after it was killed.
+    /// Starts replica `i` again, on its port, after it was killed; returns once it
+    /// campaigns (until then its log's last word may still be that it leads).
     fn restart_replica(&mut self, i: usize) {
         let (port, old) = &self.replicas[i];
-        let replica = self.spawn_replica(&old.name.clone(), *port);
+        let name = old.name.clone();
+        let campaigns = |log: &str| log.matches(CAMPAIGNING).count();
+        let before = campaigns(&self.log_of(&name));
+        let replica = self.spawn_replica(&name, *port);
         self.replicas[i].1 = replica;
+        wait_for("the restarted replica campaigns", GUARD, || {
+            campaigns(&self.log_of(&name)) > before
+        });
     }
 
     fn log(&self, name: &str) -> Stdio {
@@ -276,12 +283,7 @@ impl HaCluster {
             if !matches!(self.replicas[i].1.child.try_wait(), Ok(None)) {
                 continue;
             }
-            let log = self.log_of(&self.replicas[i].1.name);
-            let last = log
-                .lines()
-                .rev()
-                .find(|l| l.contains(LEADING) || l.contains(LOST) || l.contains(CAMPAIGNING));
-            if last.is_some_and(|l| l.contains(LEADING)) {
+            if leads(&self.log_of(&self.replicas[i].1.name)) {
                 leading.push(i);
             }
         }
@@ -313,18 +315,14 @@ impl HaCluster {
             .to_string()
     }
 
-    /// A thread that watches the logs of the replicas other than `old` and returns how
-    /// long after `from` one of them first said (again) that it leads.
-    fn watch_takeover(
-        &self,
-        old: usize,
-        from: Instant,
-    ) -> std::thread::JoinHandle<(usize, Duration)> {
+    /// A thread that watches the replicas' logs and returns which one first said (again)
+    /// that it leads, and how long after `from`: a standby, or the killed replica started
+    /// again (it campaigns like the others).
+    fn watch_takeover(&self, from: Instant) -> std::thread::JoinHandle<(usize, Duration)> {
         let leading = |path: &std::path::Path| {
             std::fs::read_to_string(path).map_or(0, |l| l.matches(LEADING).count())
         };
         let logs: Vec<(usize, std::path::PathBuf, usize)> = (0..self.replicas.len())
-            .filter(|&i| i != old)
             .map(|i| {
                 let path = self
                     .dir
@@ -345,31 +343,19 @@ impl HaCluster {
         })
     }
 
-    /// Every pod, through any replica.
-    fn pods(&self) -> Vec<Pod> {
+    /// Every object of a kind, through any replica.
+    fn list(&self, kind: Kind) -> Vec<Object> {
         let mut client = self.client();
         self.rt
-            .block_on(client.list(Kind::Pod, "", "", ""))
-            .expect("list pods")
-            .into_iter()
-            .filter_map(|o| match o {
-                Object::Pod(p) => Some(p),
-                _ => None,
-            })
-            .collect()
+            .block_on(client.list(kind, "", "", ""))
+            .expect("listing through a replica")
     }
 
-    /// Every event, through any replica.
-    fn events(&self) -> Vec<berth_proto::model::Event> {
-        let mut client = self.client();
-        self.rt
-            .block_on(client.list(Kind::Event, "", "", ""))
-            .expect("list events")
+    /// Every pod, through any replica.
+    fn pods(&self) -> Vec<Pod> {
+        self.list(Kind::Pod)
             .into_iter()
-            .filter_map(|o| match o {
-                Object::Event(e) => Some(e),
-                _ => None,
-            })
+            .filter_map(common::as_pod)
             .collect()
     }
 
@@ -405,6 +391,15 @@ const LOST: &str = "leadership lost";
 /// What a replica logs when it campaigns (on start, and after losing the leadership).
 const CAMPAIGNING: &str = "campaigning for leadership";
 
+/// Whether a replica's log says it leads now: its last word on leadership is that it
+/// leads (a replica logs that it campaigns on start and after losing the leadership).
+fn leads(log: &str) -> bool {
+    log.lines()
+        .rev()
+        .find(|l| l.contains(LEADING) || l.contains(LOST) || l.contains(CAMPAIGNING))
+        .is_some_and(|l| l.contains(LEADING))
+}
+
 /// The pods of batch `b` (50 pods of 100m), as model objects.
 fn pod_batch(b: usize, prefix: &str) -> Vec<Object> {
     let yaml: String = (b * 50..(b + 1) * 50)
@@ -427,15 +422,25 @@ fn assert_invariants(cluster: &HaCluster, acknowledged: &[String]) {
 /// [`assert_invariants`], waiting up to `guard` for the pods to run.
 fn assert_invariants_within(cluster: &HaCluster, acknowledged: &[String], guard: Duration) {
     wait_for("every acknowledged pod runs", guard, || {
-        let pods = cluster.pods();
-        let running: HashSet<&str> = pods
-            .iter()
-            .filter(|p| p.status.phase == PodPhase::Running)
-            .map(|p| p.metadata.name.as_str())
-            .collect();
-        acknowledged.iter().all(|n| running.contains(n.as_str()))
+        all_running(&cluster.pods(), acknowledged)
     });
-    let pods = cluster.pods();
+    let agents = [cluster.log_of("agents")];
+    assert_placements(&cluster.pods(), acknowledged, NODE_CPU_MILLIS, &agents);
+}
+
+/// Whether every acknowledged pod is among `pods` and Running.
+fn all_running(pods: &[Pod], acknowledged: &[String]) -> bool {
+    let running: HashSet<&str> = pods
+        .iter()
+        .filter(|p| p.status.phase == PodPhase::Running)
+        .map(|p| p.metadata.name.as_str())
+        .collect();
+    acknowledged.iter().all(|n| running.contains(n.as_str()))
+}
+
+/// Fails when an acknowledged pod is not among `pods`, a node holds more than `node_cpu`
+/// millicores of them, or the agents' logs show a pod started on two nodes (bound twice).
+fn assert_placements(pods: &[Pod], acknowledged: &[String], node_cpu: i64, agent_logs: &[String]) {
     let stored: HashSet<&str> = pods.iter().map(|p| p.metadata.name.as_str()).collect();
     let lost: Vec<&String> = acknowledged
         .iter()
@@ -443,20 +448,20 @@ fn assert_invariants_within(cluster: &HaCluster, acknowledged: &[String], guard:
         .collect();
     assert!(lost.is_empty(), "acknowledged pods lost: {lost:?}");
     let mut cpu: HashMap<&str, i64> = HashMap::new();
-    for pod in &pods {
+    for pod in pods {
         *cpu.entry(pod.spec.node_name.as_str()).or_default() += common::cpu_millis(pod);
     }
     for (node, used) in cpu {
-        assert!(
-            used <= NODE_CPU_MILLIS,
-            "node {node} is over-committed: {used}m"
-        );
+        assert!(used <= node_cpu, "node {node} is over-committed: {used}m");
     }
     // An agent logs each start under its node's span: a pod started on two nodes was bound
     // twice.
-    let log = cluster.log_of("agents");
     let mut nodes_of: HashMap<String, HashSet<String>> = HashMap::new();
-    for line in log.lines().filter(|l| l.contains(common::POD_STARTED)) {
+    for line in agent_logs
+        .iter()
+        .flat_map(|log| log.lines())
+        .filter(|l| l.contains(common::POD_STARTED))
+    {
         let field = |name: &str| {
             let at = line.find(name)? + name.len();
             Some(
@@ -470,6 +475,12 @@ fn assert_invariants_within(cluster: &HaCluster, acknowledged: &[String], guard:
             nodes_of.entry(uid).or_default().insert(node);
         }
     }
+    assert!(
+        nodes_of.len() >= acknowledged.len(),
+        "the agents' logs show {} pods started, fewer than the {} acknowledged",
+        nodes_of.len(),
+        acknowledged.len()
+    );
     let twice: Vec<_> = nodes_of
         .iter()
         .filter(|(_, nodes)| nodes.len() > 1)
@@ -512,7 +523,7 @@ fn killing_the_leader_mid_run_loses_nothing_and_a_standby_takes_over() {
     let mut takeover = None;
     let acknowledged = apply_run(&mut cluster, 20, 8, "pod", |cluster| {
         cluster.replicas[old].1.kill();
-        takeover = Some(cluster.watch_takeover(old, Instant::now()));
+        takeover = Some(cluster.watch_takeover(Instant::now()));
     });
     let (first, took) = takeover
         .expect("killed")
@@ -582,7 +593,11 @@ fn a_paused_leader_writes_nothing_after_losing_its_lease() {
     assert_invariants(&cluster, &after);
 
     let new_identity = cluster.identity(new);
-    let events = cluster.events();
+    let events: Vec<_> = cluster
+        .list(Kind::Event)
+        .into_iter()
+        .filter_map(common::as_event)
+        .collect();
     for event in events.iter().filter(|e| e.reason == "Scheduled") {
         let name = &event.involved_object.name;
         if name.starts_with("after-") {
@@ -640,7 +655,7 @@ fn figures_leader_kills_during_a_long_run() {
             // One failover at a time: the next kill waits for a leader.
             let old = cluster.leader();
             cluster.replicas[old].1.kill();
-            let takeover = cluster.watch_takeover(old, Instant::now());
+            let takeover = cluster.watch_takeover(Instant::now());
             cluster.restart_replica(old);
             // The applies go on during the failover; the takeover is timed on its own.
             failovers.push(takeover);
@@ -667,4 +682,308 @@ fn figures_leader_kills_during_a_long_run() {
     );
     assert_eq!(took.len(), kills);
     assert_eq!(acknowledged.len(), pods);
+}
+
+// ---------------------------------------------------------------------------------------
+// `berth dev --ha` itself: issue 13's Done-when, and `get -w` across a failover.
+
+/// A scheduler replica of `berth dev --ha`, as its banner lists it.
+#[derive(Debug)]
+struct DevReplica {
+    name: String,
+    addr: String,
+    pid: u32,
+}
+
+/// The replicas the banner of `berth dev --ha` lists: `  scheduler-N: ADDR (pid P)`.
+fn dev_replicas(banner: &str) -> Vec<DevReplica> {
+    banner
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.trim().split_once(": ")?;
+            let (addr, pid) = rest.split_once(" (pid ")?;
+            if !name.starts_with("scheduler-") {
+                return None;
+            }
+            Some(DevReplica {
+                name: name.to_string(),
+                addr: addr.to_string(),
+                pid: pid.trim_end_matches(')').parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// A pod's name and resourceVersion, one change of a watch.
+type Change = (String, u64);
+
+/// Reads `name version` lines (the CLI watch's jsonpath) as changes.
+fn change_of(line: &str) -> Option<Change> {
+    let (name, version) = line.split_once(' ')?;
+    Some((name.to_string(), version.trim().parse().ok()?))
+}
+
+/// The versions each pod went through, in the order seen, keeping only the pods named
+/// `prefix...` and the versions up to `last[pod]`.
+fn histories(
+    changes: &[Change],
+    prefix: &str,
+    last: &HashMap<String, u64>,
+) -> HashMap<String, Vec<u64>> {
+    let mut by_pod: HashMap<String, Vec<u64>> = HashMap::new();
+    for (name, version) in changes {
+        if name.starts_with(prefix) && last.get(name).is_some_and(|l| version <= l) {
+            by_pod.entry(name.clone()).or_default().push(*version);
+        }
+    }
+    by_pod
+}
+
+/// Issue 13's Done-when on `berth dev --ha` itself: three etcd members and three replicas;
+/// the leader replica killed with SIGKILL while pods are being applied; a standby leads
+/// within the lease (kube's default, 15 s) and one retry period, every acknowledged pod is
+/// stored and Running, none bound twice, no node over-committed. Meanwhile `berth get pods
+/// -w`, given the leader's address first, follows the watch on to the next replica from
+/// the last resourceVersion it saw: each pod's changes, as a watch on a replica that stayed
+/// up reports them, each once and in order.
+#[test]
+fn on_berth_dev_ha_a_killed_leader_loses_nothing_and_get_w_follows_the_next_replica() {
+    let Some(_) = etcd_or_skip("on_berth_dev_ha") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let config = dir.path().join("config");
+    let mut dev = common::StopOnDrop(common::spawn_berth_dev(
+        dir.path(),
+        &config,
+        free_port(),
+        &["--ha", "--nodes", "3"],
+    ));
+    let dev_log = || std::fs::read_to_string(dir.path().join("dev.log")).unwrap_or_default();
+    wait_for("berth dev --ha is up", GUARD, || {
+        assert!(
+            matches!(dev.0.child.try_wait(), Ok(None)),
+            "berth dev exited:\n{}",
+            dev_log()
+        );
+        dev_log().contains("One replica leads")
+    });
+    let replicas = dev_replicas(&dev_log());
+    assert_eq!(replicas.len(), 3, "{}", dev_log());
+    let logs = dir.path().join("data").join("logs");
+    let log_of = |name: &str| {
+        common::strip_ansi(
+            &std::fs::read_to_string(logs.join(format!("{name}.log"))).unwrap_or_default(),
+        )
+    };
+    let leading = |replicas: &[DevReplica]| -> Vec<usize> {
+        (0..replicas.len())
+            .filter(|&i| leads(&log_of(&replicas[i].name)))
+            .collect()
+    };
+    let mut leader = None;
+    wait_for("one replica leads", GUARD, || {
+        let now = leading(&replicas);
+        leader = (now.len() == 1).then(|| now[0]);
+        leader.is_some()
+    });
+    let leader = leader.expect("a leader");
+    let standby = (leader + 1) % replicas.len();
+    let token = berth_cli::config::read_config(&config)
+        .expect("the client config")
+        .expect("berth dev wrote the client config")
+        .token;
+    let rt = common::runtime();
+    let connect = |server: &str| {
+        let target = Target {
+            server: server.to_string(),
+            token: token.clone(),
+            ca: None,
+        };
+        rt.block_on(Client::connect_to(&target))
+            .expect("a replica answers")
+    };
+
+    // The reference: a watch on a standby that stays up, begun before anything is applied.
+    let (reference_tx, reference) = std::sync::mpsc::channel::<Change>();
+    let mut reference_client = connect(&replicas[standby].addr);
+    let (_, mut reference_watch) = rt
+        .block_on(reference_client.list_and_watch(Kind::Pod, "", ""))
+        .expect("watching pods on the standby");
+    let reference_task = rt.spawn(async move {
+        while let Some(Ok((_, object))) = reference_watch.next().await {
+            let meta = object.meta();
+            let version = meta.resource_version.parse().expect("numeric version");
+            if reference_tx.send((meta.name.clone(), version)).is_err() {
+                return;
+            }
+        }
+    });
+
+    let berth = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(args)
+            .env("BERTH_CONFIG", &config)
+            .env_remove("BERTH_SERVER")
+            .env_remove("BERTH_TOKEN")
+            .env_remove("BERTH_CA")
+            .output()
+            .expect("running berth")
+    };
+    let apply = |name: &str, yaml: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, yaml).expect("writing a manifest");
+        let out = berth(&["apply", "-f", &common::display(&path)]);
+        assert!(out.status.success(), "apply {name}: {out:?}");
+    };
+    apply("before.yaml", &common::pod_yaml("before", "100m", "", ""));
+
+    // The CLI's watch, on the leader first (it uses the first address that answers), so
+    // that the kill breaks it.
+    let mut order = vec![leader];
+    order.extend((0..replicas.len()).filter(|&i| i != leader));
+    let servers = order
+        .iter()
+        .map(|&i| replicas[i].addr.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    let watch_err = std::fs::File::create(dir.path().join("watch.err")).expect("log file");
+    let mut watch = common::Proc {
+        child: Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(["--server", &servers, "get", "pods", "-w", "-o"])
+            .arg("jsonpath={.metadata.name} {.metadata.resourceVersion}{\"\\n\"}")
+            .env("BERTH_CONFIG", &config)
+            .env_remove("BERTH_SERVER")
+            .env_remove("BERTH_TOKEN")
+            .env_remove("BERTH_CA")
+            .env("RUST_LOG", "berth_cli=debug")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(watch_err))
+            .spawn()
+            .expect("starting berth get -w"),
+        name: "berth get -w".into(),
+    };
+    let mut lines = common::Lines::of(&mut watch.child);
+    lines.wait_for("for the pod listed first", |l| l.starts_with("before "));
+
+    // 100 pods in 5 applies; the leader is killed after the second.
+    let mut acknowledged = vec!["before".to_string()];
+    let mut killed = None;
+    for b in 0..5 {
+        if b == 2 {
+            let status = Command::new("kill")
+                .args(["-KILL", &replicas[leader].pid.to_string()])
+                .status()
+                .expect("kill -9");
+            assert!(status.success(), "kill -9 {}", replicas[leader].name);
+            killed = Some(Instant::now());
+        }
+        let names: Vec<String> = (b * 20..(b + 1) * 20)
+            .map(|i| format!("p-{i:03}"))
+            .collect();
+        let yaml: String = names
+            .iter()
+            .map(|n| common::pod_yaml(n, "100m", "", ""))
+            .collect();
+        apply(&format!("batch-{b}.yaml"), &yaml);
+        acknowledged.extend(names);
+    }
+    let killed = killed.expect("the leader was killed");
+    let mut took = None;
+    wait_for("a standby leads", GUARD, || {
+        let now = leading(&replicas);
+        took = now.iter().any(|&i| i != leader).then(|| killed.elapsed());
+        took.is_some()
+    });
+    let took = took.expect("a standby leads");
+    eprintln!("berth dev --ha: a standby led {took:?} after the leader was killed");
+    // kube-scheduler's defaults: a lease of 15 s, a retry period of 2 s; room for a loaded
+    // machine.
+    assert!(
+        took <= Duration::from_secs(15 + 2 + 3),
+        "the standby took {took:?} to lead"
+    );
+
+    let client = connect(
+        &order[1..]
+            .iter()
+            .map(|&i| replicas[i].addr.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    let pods = || -> Vec<Pod> {
+        rt.block_on(client.clone().list(Kind::Pod, "", "", ""))
+            .expect("listing pods")
+            .into_iter()
+            .filter_map(common::as_pod)
+            .collect()
+    };
+    wait_for("every acknowledged pod runs", GUARD, || {
+        all_running(&pods(), &acknowledged)
+    });
+    let pods = pods();
+    let agents: Vec<String> = (1..=3).map(|i| log_of(&format!("node-{i}"))).collect();
+    assert_placements(&pods, &acknowledged, 4000, &agents);
+
+    // Both watches reach each pod's version as listed now; up to it, the CLI printed each
+    // pod's changes exactly as the reference watch saw them.
+    let last: HashMap<String, u64> = pods
+        .iter()
+        .map(|p| {
+            let version = p
+                .metadata
+                .resource_version
+                .parse()
+                .expect("numeric version");
+            (p.metadata.name.clone(), version)
+        })
+        .collect();
+    let mut reference_seen: Vec<Change> = Vec::new();
+    wait_for(
+        "the reference watch reaches the listed versions",
+        GUARD,
+        || {
+            reference_seen.extend(reference.try_iter());
+            last.iter()
+                .all(|(n, v)| reference_seen.iter().any(|(rn, rv)| rn == n && rv >= v))
+        },
+    );
+    let reached = |(name, version): &Change| last.get(name).is_some_and(|l| version >= l);
+    let mut missing: HashSet<&String> = last.keys().filter(|n| n.starts_with("p-")).collect();
+    for change in lines.seen.iter().filter_map(|l| change_of(l)) {
+        if reached(&change) {
+            missing.remove(&change.0);
+        }
+    }
+    while !missing.is_empty() {
+        let line = lines.wait_within("with every pod's listed version", GUARD, |_| true);
+        if let Some(change) = change_of(&line).filter(|c| reached(c)) {
+            missing.remove(&change.0);
+        }
+    }
+    let cli_seen: Vec<Change> = lines.seen.iter().filter_map(|l| change_of(l)).collect();
+    let want = histories(&reference_seen, "p-", &last);
+    let got = histories(&cli_seen, "p-", &last);
+    assert_eq!(want.len(), 100, "the reference saw every pod: {want:?}");
+    for (pod, versions) in &want {
+        assert!(
+            versions.windows(2).all(|w| w[0] < w[1]),
+            "the reference's versions of {pod} go up: {versions:?}"
+        );
+        assert_eq!(
+            got.get(pod),
+            Some(versions),
+            "berth get -w printed {pod}'s changes differently from a watch that never broke\n{}",
+            std::fs::read_to_string(dir.path().join("watch.err")).unwrap_or_default()
+        );
+    }
+    assert!(
+        matches!(watch.child.try_wait(), Ok(None)),
+        "berth get -w is still watching"
+    );
+    watch.kill();
+    drop(reference_client);
+    reference_task.abort();
+    let status = dev.0.terminate();
+    assert!(status.success(), "berth dev stops cleanly: {status}");
 }

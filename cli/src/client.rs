@@ -149,6 +149,21 @@ impl ClientError {
         self.code() == Some(Code::OutOfRange)
     }
 
+    /// Whether a watch that failed this way may go on from the last version it saw (on
+    /// another replica, when there are several), as kube's reflector watches again: the
+    /// connection broke, or the server ended the watch without refusing it (it fell
+    /// behind, or was stopping).
+    pub fn breaks_watch(&self) -> bool {
+        match self {
+            ClientError::Unreachable { .. } => true,
+            ClientError::Rpc { status } => matches!(
+                status.code(),
+                Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DataLoss
+            ),
+            _ => false,
+        }
+    }
+
     /// Whether the server refused a write because the object changed meanwhile.
     pub fn is_conflict(&self) -> bool {
         matches!(self.code(), Some(Code::Aborted | Code::FailedPrecondition))

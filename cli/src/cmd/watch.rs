@@ -2,10 +2,13 @@
 //! line (or document) per change, as kubectl prints a watch: the header once (with the first
 //! row printed), each later row aligned on its own, a deleted object printed once more, and
 //! an object that stops matching `-l` or `--field-selector` printed once as it leaves. Ends on
-//! Ctrl-C with exit code 0, or with an error when the server ends the watch.
+//! Ctrl-C with exit code 0. A watch that breaks (its replica went away, or ended it) goes on
+//! from the last resourceVersion it saw, on the next replica that answers, as kube's
+//! reflector watches again: nothing is printed twice or missed; when that version is no
+//! longer remembered (OUT_OF_RANGE), it lists again and prints what changed meanwhile.
 
-use std::collections::HashSet;
-use std::time::SystemTime;
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
 
 use anyhow::bail;
 use berth_proto::model::{Kind, Object};
@@ -13,7 +16,16 @@ use berth_proto::model::{Kind, Object};
 use super::fields::FieldSelector;
 use super::get::{self, GetArgs, Printer};
 use super::{sort_objects, Context, Targets};
-use crate::client::{Watch, WatchEventType};
+use crate::client::{Client, Watch, WatchEventType};
+
+/// First pause before a broken watch is started again; it doubles up to
+/// [`RESUME_MAX_DELAY`], and starts over once an event arrives.
+const RESUME_FIRST_DELAY: Duration = Duration::from_millis(100);
+/// Longest pause between two starts of a broken watch.
+const RESUME_MAX_DELAY: Duration = Duration::from_secs(2);
+/// How many times in a row a watch is started again without an event in between before
+/// `get -w` gives up (with the client's own retries, about a minute without a replica).
+const RESUME_ATTEMPTS: u32 = 10;
 
 /// What `get -w` watches: one kind, maybe only some names, filtered on the client.
 pub struct WatchTarget {
@@ -77,8 +89,11 @@ impl WatchTarget {
 pub async fn run(args: &GetArgs, target: WatchTarget, ctx: &mut Context<'_>) -> anyhow::Result<()> {
     let labels = berth_proto::selector::parse(&target.label_selector)?;
     let mut client = ctx.connect().await?;
-    let (mut objects, watch) = client
-        .list_and_watch(target.kind, &target.namespace, &target.label_selector)
+    let (mut objects, version) = client
+        .list_at(target.kind, &target.namespace, &target.label_selector)
+        .await?;
+    let watch = client
+        .watch(target.kind, &target.namespace, &version)
         .await?;
     objects.retain(|o| target.selects(o, &labels));
     if let Some(missing) = target
@@ -99,7 +114,7 @@ pub async fn run(args: &GetArgs, target: WatchTarget, ctx: &mut Context<'_>) -> 
         sort_objects(&mut objects);
     }
     let mut printer = Printer::for_watch(args, target.kind);
-    let mut shown: HashSet<(String, String)> = objects.iter().map(key).collect();
+    let mut shown: Shown = objects.iter().map(|o| (key(o), o.clone())).collect();
     if !args.watch_only {
         let now = SystemTime::now();
         let text = printer.print(
@@ -113,7 +128,7 @@ pub async fn run(args: &GetArgs, target: WatchTarget, ctx: &mut Context<'_>) -> 
         ctx.print(&text)?;
     }
     tokio::select! {
-        result = follow(watch, &target, &labels, &mut printer, &mut shown, ctx) => result,
+        result = follow(client, watch, version, &target, &labels, &mut printer, &mut shown, ctx) => result,
         _ = tokio::signal::ctrl_c() => Ok(()),
     }
 }
@@ -123,25 +138,88 @@ fn key(object: &Object) -> (String, String) {
     (meta.namespace.clone(), meta.name.clone())
 }
 
-/// Prints each change of the watch until it ends.
+/// The objects a watch has shown and not yet shown gone, as last printed, by namespace and
+/// name.
+type Shown = HashMap<(String, String), Object>;
+
+/// Prints each change of the watch; when the watch breaks, starts it again from the last
+/// version seen (the client moves to another replica when its own went away), and when
+/// that version has expired, lists again and prints the difference.
+#[allow(clippy::too_many_arguments)]
 async fn follow(
+    mut client: Client,
     mut watch: Watch,
+    mut version: String,
     target: &WatchTarget,
     labels: &berth_proto::model::LabelSelector,
     printer: &mut Printer,
-    shown: &mut HashSet<(String, String)>,
+    shown: &mut Shown,
     ctx: &mut Context<'_>,
 ) -> anyhow::Result<()> {
-    while let Some(event) = watch.next().await {
-        let (kind, object) = event?;
-        let Some(kind) = visible_change(kind, &object, target.selects(&object, labels), shown)
-        else {
-            continue;
+    let mut delay = RESUME_FIRST_DELAY;
+    let mut attempts = 0;
+    loop {
+        // Whether the version seen last is no longer remembered: list again first.
+        let mut expired = false;
+        match watch.next().await {
+            Some(Ok((kind, object))) => {
+                delay = RESUME_FIRST_DELAY;
+                attempts = 0;
+                // Every change moves the version on, shown or not.
+                version.clone_from(&object.meta().resource_version);
+                let selected = target.selects(&object, labels);
+                if let Some(kind) = visible_change(kind, &object, selected, shown) {
+                    let text = printer.print(target.kind, &[(kind, object)], SystemTime::now())?;
+                    ctx.print(&text)?;
+                }
+                continue;
+            }
+            Some(Err(e)) if e.is_expired() => expired = true,
+            Some(Err(e)) if !e.breaks_watch() => return Err(e.into()),
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, resource_version = %version, "the watch broke; watching again");
+            }
+            None => {
+                tracing::debug!(resource_version = %version, "the server ended the watch; watching again");
+            }
+        }
+        watch = loop {
+            attempts += 1;
+            if attempts > RESUME_ATTEMPTS {
+                bail!("the watch kept breaking: gave up after {RESUME_ATTEMPTS} attempts to watch again");
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(RESUME_MAX_DELAY);
+            if expired {
+                // Too old for the replica's memory: list again (kube's reflector does), and
+                // print what the list says changed since the objects were shown.
+                let (objects, listed) = match client
+                    .list_at(target.kind, &target.namespace, &target.label_selector)
+                    .await
+                {
+                    Ok(listed) => listed,
+                    Err(e) if e.breaks_watch() => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                let selected = objects
+                    .into_iter()
+                    .filter(|o| target.selects(o, labels))
+                    .collect();
+                let changes = relist_changes(selected, shown);
+                ctx.print(&printer.print(target.kind, &changes, SystemTime::now())?)?;
+                version = listed;
+                expired = false;
+            }
+            match client.watch(target.kind, &target.namespace, &version).await {
+                Ok(watch) => break watch,
+                Err(e) if e.is_expired() => expired = true,
+                Err(e) if e.breaks_watch() => {
+                    tracing::debug!(error = %e, "no replica answers the watch yet");
+                }
+                Err(e) => return Err(e.into()),
+            }
         };
-        let text = printer.print(target.kind, &[(kind, object)], SystemTime::now())?;
-        ctx.print(&text)?;
     }
-    bail!("the server ended the watch")
 }
 
 /// How a change shows in a watch filtered on the client: as itself while the object is
@@ -151,20 +229,51 @@ pub fn visible_change(
     kind: WatchEventType,
     object: &Object,
     selected: bool,
-    shown: &mut HashSet<(String, String)>,
+    shown: &mut Shown,
 ) -> Option<WatchEventType> {
     let key = key(object);
     match (kind, selected) {
-        (WatchEventType::Deleted, _) => shown.remove(&key).then_some(WatchEventType::Deleted),
-        (_, true) => {
-            if shown.insert(key) {
-                Some(WatchEventType::Added)
-            } else {
-                Some(WatchEventType::Modified)
-            }
-        }
-        (_, false) => shown.remove(&key).then_some(WatchEventType::Deleted),
+        (WatchEventType::Deleted, _) => shown.remove(&key).map(|_| WatchEventType::Deleted),
+        (_, true) => match shown.insert(key, object.clone()) {
+            None => Some(WatchEventType::Added),
+            Some(_) => Some(WatchEventType::Modified),
+        },
+        (_, false) => shown.remove(&key).map(|_| WatchEventType::Deleted),
     }
+}
+
+/// What a list taken after a watch broke says happened to the objects shown: an object not
+/// shown before is `Added`, one at another resourceVersion `Modified`, one at the same
+/// version nothing, and one shown but no longer listed `Deleted`, printed as it was last
+/// shown (sorted by namespace and name). Keeps `shown` up to date.
+pub fn relist_changes(listed: Vec<Object>, shown: &mut Shown) -> Vec<(WatchEventType, Object)> {
+    let mut changes = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for object in listed {
+        let key = key(&object);
+        seen.insert(key.clone());
+        let kind = match shown.get(&key) {
+            None => WatchEventType::Added,
+            Some(old) if old.meta().resource_version != object.meta().resource_version => {
+                WatchEventType::Modified
+            }
+            Some(_) => continue,
+        };
+        shown.insert(key, object.clone());
+        changes.push((kind, object));
+    }
+    let mut gone: Vec<(String, String)> = shown
+        .keys()
+        .filter(|k| !seen.contains(*k))
+        .cloned()
+        .collect();
+    gone.sort();
+    for key in gone {
+        if let Some(object) = shown.remove(&key) {
+            changes.push((WatchEventType::Deleted, object));
+        }
+    }
+    changes
 }
 
 #[cfg(test)]
@@ -251,6 +360,73 @@ mod tests {
     }
 
     #[test]
+    fn a_list_after_an_expired_watch_prints_what_changed_since_last_shown() {
+        use WatchEventType::{Added, Deleted, Modified};
+        let pod = |name: &str, version: &str| {
+            let mut pod = PodBuilder::new(name).build();
+            pod.metadata.resource_version = version.to_string();
+            Object::Pod(pod)
+        };
+        // (shown before, listed now, printed, shown after): names with their versions
+        type Row<'a> = (&'a [(&'a str, &'a str)], &'a [(&'a str, &'a str)]);
+        let cases: &[(Row, &[(WatchEventType, &str, &str)], &[(&str, &str)])] = &[
+            // Nothing changed: nothing printed.
+            ((&[("a", "5")], &[("a", "5")]), &[], &[("a", "5")]),
+            // New, changed and gone; the gone one printed as last shown.
+            (
+                (
+                    &[("a", "5"), ("b", "6"), ("c", "7")],
+                    &[("a", "9"), ("c", "7"), ("d", "8")],
+                ),
+                &[(Modified, "a", "9"), (Added, "d", "8"), (Deleted, "b", "6")],
+                &[("a", "9"), ("c", "7"), ("d", "8")],
+            ),
+            // Everything gone, in name order.
+            (
+                (&[("z", "2"), ("m", "3")], &[]),
+                &[(Deleted, "m", "3"), (Deleted, "z", "2")],
+                &[],
+            ),
+            // Nothing shown before: all Added, in the list's order.
+            (
+                (&[], &[("b", "4"), ("a", "3")]),
+                &[(Added, "b", "4"), (Added, "a", "3")],
+                &[("b", "4"), ("a", "3")],
+            ),
+        ];
+        let names = |objects: Vec<&Object>| -> Vec<(String, String)> {
+            let mut names: Vec<_> = objects
+                .into_iter()
+                .map(|o| (o.meta().name.clone(), o.meta().resource_version.clone()))
+                .collect();
+            names.sort();
+            names
+        };
+        for ((before, listed), want, after) in cases {
+            let mut shown: Shown = before
+                .iter()
+                .map(|(n, v)| (key(&pod(n, v)), pod(n, v)))
+                .collect();
+            let listed = listed.iter().map(|(n, v)| pod(n, v)).collect();
+            let got: Vec<(WatchEventType, String, String)> = relist_changes(listed, &mut shown)
+                .into_iter()
+                .map(|(e, o)| (e, o.meta().name.clone(), o.meta().resource_version.clone()))
+                .collect();
+            let want: Vec<_> = want
+                .iter()
+                .map(|(e, n, v)| (*e, n.to_string(), v.to_string()))
+                .collect();
+            assert_eq!(got, want, "{before:?} then {after:?}");
+            let mut after: Vec<_> = after
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect();
+            after.sort();
+            assert_eq!(names(shown.values().collect()), after, "{before:?}");
+        }
+    }
+
+    #[test]
     fn client_side_selection_reports_what_a_server_selector_would() {
         use WatchEventType::{Added, Deleted, Modified};
         let pod = Object::Pod(PodBuilder::new("web").build());
@@ -266,14 +442,14 @@ mod tests {
             (Added, false, false, None, false),
         ];
         for (event, selected, before, want, after) in cases {
-            let mut shown = HashSet::new();
+            let mut shown = Shown::new();
             if before {
-                shown.insert(key(&pod));
+                shown.insert(key(&pod), pod.clone());
             }
             let got = visible_change(event, &pod, selected, &mut shown);
             let row = (event, selected, before);
             assert_eq!(got, want, "{row:?}");
-            assert_eq!(shown.contains(&key(&pod)), after, "{row:?}");
+            assert_eq!(shown.contains_key(&key(&pod)), after, "{row:?}");
         }
     }
 }
