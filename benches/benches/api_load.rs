@@ -3,6 +3,9 @@
 //! heartbeat every second and report the pods they are given as Running, for 60 s.
 //! Reports p50/p99 latency per call and checks that no call failed and no acknowledged
 //! write was lost. A benchmark, not a test: `cargo bench -p berth-benches --bench api_load`.
+//! Besides, `BERTH_LOAD_BULK` pods (5,000 unless set; 0: none) wait in namespace `bulk` for
+//! a scheduler that does not exist, and one more client lists them all, again and again
+//! (`bulklist`: kube's SLO for lists).
 //! `BERTH_LOAD_SECONDS`, `BERTH_LOAD_CLIENTS` and `BERTH_LOAD_NODES` shrink or grow a run;
 //! `BERTH_LOAD_STORE=etcd://HOST:PORT,...` runs it on etcd instead of the embedded store.
 
@@ -46,12 +49,18 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 // objects as their Kubernetes JSON.
 
 fn pod(namespace: &str, name: &str, client: usize) -> pb::Object {
+    pod_for(namespace, name, client, "default-scheduler")
+}
+
+/// A pod that `scheduler` is to place.
+fn pod_for(namespace: &str, name: &str, client: usize, scheduler: &str) -> pb::Object {
     let pod = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace,
                      "labels": {"client": format!("c{client}"), "app": "load"}},
-        "spec": {"containers": [{"name": "main", "image": "busybox",
+        "spec": {"schedulerName": scheduler,
+                 "containers": [{"name": "main", "image": "busybox",
                                  "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
     });
     pb::Object {
@@ -244,11 +253,64 @@ async fn api_client(
     }
 }
 
+/// Namespace of the pods that the bulk lister lists.
+const BULK_NAMESPACE: &str = "bulk";
+
+/// Stores `count` pods in [`BULK_NAMESPACE`] that no scheduler places, 500 an apply.
+async fn store_bulk(channel: Channel, count: usize) {
+    let mut client = BerthClient::new(channel);
+    let names: Vec<String> = (0..count).map(|i| format!("bulk-{i:05}")).collect();
+    for chunk in names.chunks(500) {
+        let objects = chunk
+            .iter()
+            .map(|name| pod_for(BULK_NAMESPACE, name, 0, "no-such-scheduler"))
+            .collect();
+        client
+            .apply(pb::ApplyRequest {
+                objects,
+                dry_run: false,
+            })
+            .await
+            .expect("storing the bulk pods");
+    }
+}
+
+/// Lists every pod of [`BULK_NAMESPACE`] until the deadline, checking that each list has
+/// all `count` of them.
+async fn bulk_lister(
+    channel: Channel,
+    count: usize,
+    deadline: Instant,
+    samples: Arc<Mutex<BTreeMap<&'static str, Samples>>>,
+) {
+    let mut client = BerthClient::new(channel).max_decoding_message_size(512 * 1024 * 1024);
+    let mut local = Samples::default();
+    while Instant::now() < deadline {
+        let started = Instant::now();
+        let listed = client
+            .list(pb::ListRequest {
+                kind: pb::Kind::Pod as i32,
+                namespace: BULK_NAMESPACE.into(),
+                ..Default::default()
+            })
+            .await;
+        local.latencies.push(started.elapsed());
+        if !listed.is_ok_and(|r| r.into_inner().objects.len() == count) {
+            local.errors += 1;
+        }
+    }
+    let mut all = samples.lock().unwrap();
+    let e = all.entry("bulklist").or_default();
+    e.latencies.extend(local.latencies);
+    e.errors += local.errors;
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
     let seconds = setting("BERTH_LOAD_SECONDS", 60);
     let clients = setting("BERTH_LOAD_CLIENTS", 200) as usize;
     let nodes = setting("BERTH_LOAD_NODES", 1000) as usize;
+    let bulk = setting("BERTH_LOAD_BULK", 5000) as usize;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -270,7 +332,8 @@ fn main() {
             channels.push(endpoint.connect().await.expect("connecting"));
         }
 
-        println!("api_load: {nodes} simulated nodes, {clients} API clients, {seconds} s");
+        store_bulk(channels[0].clone(), bulk).await;
+        println!("api_load: {nodes} simulated nodes, {clients} API clients, {bulk} bulk pods, {seconds} s");
         let stop = CancellationToken::new();
         let heartbeats = Arc::new(AtomicU64::new(0));
         let node_failures = Arc::new(AtomicU64::new(0));
@@ -290,6 +353,14 @@ fn main() {
         let started = Instant::now();
         let deadline = started + Duration::from_secs(seconds);
         let mut client_tasks = Vec::new();
+        if bulk > 0 {
+            client_tasks.push(tokio::spawn(bulk_lister(
+                channels[clients % channels.len()].clone(),
+                bulk,
+                deadline,
+                samples.clone(),
+            )));
+        }
         for id in 0..clients {
             client_tasks.push(tokio::spawn(api_client(
                 channels[id % channels.len()].clone(),

@@ -14,7 +14,8 @@ use tracing::instrument;
 
 use super::admission::{self, ApplyAction};
 use super::error::{blocking, Error, Reply, Result};
-use super::watch_cache::WatchCache;
+use super::group_commit::GroupCommit;
+use super::watch_cache::{ObjectCache, WatchCache};
 
 /// Most objects one Apply may carry.
 pub const MAX_OBJECTS_PER_APPLY: usize = 10_000;
@@ -37,6 +38,10 @@ pub struct ApiService {
     admission: admission::AdmissionConfig,
     /// Recent changes, for watches that start from a version.
     watch_cache: WatchCache,
+    /// The latest objects, for gets and lists.
+    objects: Arc<ObjectCache>,
+    /// Commits applies, those of concurrent callers together.
+    commits: GroupCommit,
 }
 
 impl ApiService {
@@ -45,6 +50,8 @@ impl ApiService {
     pub fn new(store: Arc<dyn ObjectStore>) -> Self {
         ApiService {
             watch_cache: WatchCache::start(store.as_ref()),
+            objects: ObjectCache::start(store.clone()),
+            commits: GroupCommit::spawn(store.clone()),
             store,
             shutdown: tokio_util::sync::CancellationToken::new(),
             admission: admission::AdmissionConfig::default(),
@@ -64,8 +71,9 @@ impl ApiService {
         self
     }
 
-    /// Admits every object, then stores them all in one transaction.
-    fn apply(&self, req: pb::ApplyRequest) -> Result<pb::ApplyResponse> {
+    /// Admits every object and says what storing them takes: the results without their
+    /// new versions, and the ops to commit, in one transaction (none for a dry run).
+    fn admit_apply(&self, req: pb::ApplyRequest) -> Result<(Vec<pb::ApplyResult>, Vec<Op>)> {
         if req.objects.len() > MAX_OBJECTS_PER_APPLY {
             return Err(Error::BadRequest(format!(
                 "an apply may carry at most {MAX_OBJECTS_PER_APPLY} objects, got {}",
@@ -143,10 +151,20 @@ impl ApiService {
             results.push(result);
             ops.push(op);
         }
-        if req.dry_run || ops.is_empty() {
+        if req.dry_run {
+            ops.clear();
+        }
+        Ok((results, ops))
+    }
+
+    /// Admits every object, then stores them all in one transaction.
+    async fn apply(&self, req: pb::ApplyRequest) -> std::result::Result<pb::ApplyResponse, Status> {
+        let this = self.clone();
+        let (mut results, ops) = blocking(move || this.admit_apply(req)).await?;
+        if ops.is_empty() {
             return Ok(pb::ApplyResponse { results });
         }
-        let changes = self.store.commit(ops)?;
+        let changes = self.commits.commit(ops).await?;
         // Fill in the versions the store assigned, in order.
         let mut changes = changes.iter();
         for r in results.iter_mut().filter(|r| r.action != "unchanged") {
@@ -160,7 +178,14 @@ impl ApiService {
     fn get(&self, req: pb::GetRequest) -> Result<pb::Object> {
         let kind = request_kind(req.kind)?;
         let key = ObjectKey::new(kind, &default_namespace(kind, &req.namespace), &req.name);
-        match self.store.get(&key)? {
+        let cached = ObjectCache::holds(kind)
+            .then(|| self.objects.read(|cache| cache.get_shared(&key).cloned()))
+            .flatten();
+        let found = match cached {
+            Some(found) => found,
+            None => self.store.get(&key)?.map(Arc::new),
+        };
+        match found {
             Some(obj) => Ok(object_to_pb(&obj)),
             None => match kind {
                 Kind::PriorityClass => admission::priority_class(self.store.as_ref(), &req.name)?
@@ -171,32 +196,53 @@ impl ApiService {
         }
     }
 
+    /// The objects of a list, and the revision they reflect: from the cache, or from the
+    /// store when the cache does not hold the kind or cannot be brought up to date.
     fn list(&self, req: pb::ListRequest) -> Result<pb::ListResponse> {
         let kind = request_kind(req.kind)?;
         let selector =
             selector::parse(&req.label_selector).map_err(|e| Error::BadRequest(e.to_string()))?;
-        let revision = self.store.revision();
         let namespace = (!req.namespace.is_empty()).then_some(req.namespace.as_str());
-        let mut objects = self.store.list(kind, namespace)?;
+        let wanted = |o: &Object| {
+            selector.matches(&o.meta().labels)
+                && match (o, req.node_name.is_empty()) {
+                    (Object::Pod(p), false) => p.spec.node_name == req.node_name,
+                    _ => true,
+                }
+        };
+        let cached = ObjectCache::holds(kind)
+            .then(|| {
+                self.objects.read(|cache| {
+                    let objects: Vec<Arc<Object>> = cache
+                        .list_shared(kind, namespace)
+                        .into_iter()
+                        .filter(|o| wanted(o))
+                        .cloned()
+                        .collect();
+                    (objects, cache.revision())
+                })
+            })
+            .flatten();
+        let (mut objects, revision) = match cached {
+            Some(listed) => listed,
+            None => {
+                let revision = self.store.revision();
+                let objects = self.store.list(kind, namespace)?;
+                let objects = objects.into_iter().filter(|o| wanted(o)).map(Arc::new);
+                (objects.collect(), revision)
+            }
+        };
         if kind == Kind::PriorityClass {
             for pc in berth_proto::model::PriorityClass::system_classes() {
-                if !objects.iter().any(|o| o.meta().name == pc.metadata.name) {
-                    objects.push(Object::PriorityClass(pc));
+                let pc = Object::PriorityClass(pc);
+                if wanted(&pc) && !objects.iter().any(|o| o.meta().name == pc.meta().name) {
+                    objects.push(Arc::new(pc));
                 }
             }
             objects.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
         }
-        let objects = objects
-            .iter()
-            .filter(|o| selector.matches(&o.meta().labels))
-            .filter(|o| match (o, req.node_name.is_empty()) {
-                (Object::Pod(p), false) => p.spec.node_name == req.node_name,
-                _ => true,
-            })
-            .map(object_to_pb)
-            .collect();
         Ok(pb::ListResponse {
-            objects,
+            objects: objects.iter().map(|o| object_to_pb(o)).collect(),
             resource_version: revision.to_string(),
         })
     }
@@ -247,10 +293,9 @@ type WatchStream = Pin<Box<dyn Stream<Item = std::result::Result<pb::WatchEvent,
 impl pb::berth_server::Berth for ApiService {
     #[instrument(skip_all, fields(objects = req.get_ref().objects.len()))]
     async fn apply(&self, req: Request<pb::ApplyRequest>) -> Reply<pb::ApplyResponse> {
-        let this = self.clone();
-        let req = req.into_inner();
-        let resp = blocking(move || this.apply(req)).await?;
-        Ok(Response::new(resp))
+        Ok(Response::new(
+            ApiService::apply(self, req.into_inner()).await?,
+        ))
     }
 
     async fn get(&self, req: Request<pb::GetRequest>) -> Reply<pb::Object> {
@@ -258,7 +303,11 @@ impl pb::berth_server::Berth for ApiService {
     }
 
     async fn list(&self, req: Request<pb::ListRequest>) -> Reply<pb::ListResponse> {
-        Ok(Response::new(ApiService::list(self, req.into_inner())?))
+        // A long list encodes for a while: off the runtime's threads.
+        let this = self.clone();
+        let req = req.into_inner();
+        let resp = blocking(move || this.list(req)).await?;
+        Ok(Response::new(resp))
     }
 
     #[instrument(skip_all, fields(name = %req.get_ref().name))]
@@ -438,4 +487,115 @@ where
     let (tx, rx) = tokio::sync::mpsc::channel(256);
     tokio::spawn(f(tx));
     Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
+}
+
+#[cfg(test)]
+mod tests {
+    use berth_model::testing::PodBuilder;
+    use berth_proto::pb::berth_client::BerthClient;
+    use berth_proto::wire::{object_from_pb, pod_to_pb};
+
+    use super::*;
+
+    /// A client's pod, labelled with the client.
+    fn pod(client: usize, i: usize, extra: Option<&str>) -> pb::Object {
+        let mut pod = PodBuilder::new(&format!("c{client}-p{i}"))
+            .image("busybox")
+            .label("client", &format!("c{client}"));
+        if let Some(value) = extra {
+            pod = pod.label("extra", value);
+        }
+        pod_to_pb(&pod.build())
+    }
+
+    /// Applies one object and returns its new resourceVersion.
+    async fn apply_one(
+        api: &mut BerthClient<tonic::transport::Channel>,
+        object: pb::Object,
+    ) -> String {
+        let reply = api
+            .apply(pb::ApplyRequest {
+                objects: vec![object],
+                dry_run: false,
+            })
+            .await
+            .expect("applied")
+            .into_inner();
+        reply.results[0].resource_version.clone()
+    }
+
+    /// kube's consistent reads: a client that applied sees its write on its next get and
+    /// list, however many other clients write meanwhile (their applies share commits).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_reads_its_own_writes_at_once() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let server = crate::server::InProcess::start(&dir.path().join("store"), &[]).await;
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
+            .expect("address")
+            .connect()
+            .await
+            .expect("connecting");
+        let clients = (0..8).map(|client| {
+            let mut api = BerthClient::new(channel.clone());
+            tokio::spawn(async move {
+                for i in 0..15 {
+                    let version = apply_one(&mut api, pod(client, i, None)).await;
+                    assert!(!version.is_empty(), "a created pod has a version");
+                    let got = api
+                        .get(pb::GetRequest {
+                            kind: pb::Kind::Pod as i32,
+                            namespace: "default".into(),
+                            name: format!("c{client}-p{i}"),
+                        })
+                        .await
+                        .expect("its own pod is found at once")
+                        .into_inner();
+                    let got = object_from_pb(&got).expect("a pod");
+                    assert!(
+                        got.meta().resource_version.parse::<u64>().unwrap()
+                            >= version.parse::<u64>().unwrap()
+                    );
+                    let listed = api
+                        .list(pb::ListRequest {
+                            kind: pb::Kind::Pod as i32,
+                            namespace: "default".into(),
+                            label_selector: format!("client=c{client}"),
+                            ..Default::default()
+                        })
+                        .await
+                        .expect("listed")
+                        .into_inner();
+                    assert_eq!(listed.objects.len(), i + 1, "every pod applied so far");
+                    assert!(
+                        listed.resource_version.parse::<u64>().unwrap()
+                            >= version.parse::<u64>().unwrap(),
+                        "the list reflects the write"
+                    );
+                }
+                // An update is seen at once too.
+                let version = apply_one(&mut api, pod(client, 0, Some("yes"))).await;
+                let listed = api
+                    .list(pb::ListRequest {
+                        kind: pb::Kind::Pod as i32,
+                        label_selector: format!("client=c{client},extra=yes"),
+                        ..Default::default()
+                    })
+                    .await
+                    .expect("listed")
+                    .into_inner();
+                assert_eq!(listed.objects.len(), 1);
+                let updated = object_from_pb(&listed.objects[0]).expect("a pod");
+                assert_eq!(updated.meta().resource_version, version);
+            })
+        });
+        for client in clients.collect::<Vec<_>>() {
+            client.await.expect("the client's reads saw its writes");
+        }
+        server.shutdown.cancel();
+        server
+            .task
+            .await
+            .expect("the server task")
+            .expect("a clean shutdown");
+    }
 }

@@ -117,6 +117,9 @@ pub struct Reflector {
     tombstones: HashMap<ObjectKey, u64>,
     /// Revision read before the last list: every change up to it is in what was listed.
     floor: u64,
+    /// The newest revision this reflector has caught up with: its last list's or the last
+    /// change the stream delivered (of any kind).
+    revision: u64,
 }
 
 /// The revision an object carries in its resourceVersion (0 when it has none).
@@ -159,17 +162,31 @@ impl Reflector {
 
     /// Every object of a kind, in (namespace, name) order; with a namespace, only its own.
     pub fn list(&self, kind: Kind, namespace: Option<&str>) -> Vec<&Object> {
+        self.list_shared(kind, namespace)
+            .into_iter()
+            .map(|o| o.as_ref())
+            .collect()
+    }
+
+    /// [`Reflector::list`], each object shared.
+    pub fn list_shared(&self, kind: Kind, namespace: Option<&str>) -> Vec<&Arc<Object>> {
         let Some(map) = self.objects.get(&kind) else {
             return Vec::new();
         };
         match namespace {
-            None => map.values().map(|c| c.object.as_ref()).collect(),
+            None => map.values().map(|c| &c.object).collect(),
             Some(ns) => map
                 .range((ns.to_string(), String::new())..)
                 .take_while(|((n, _), _)| n == ns)
-                .map(|(_, c)| c.object.as_ref())
+                .map(|(_, c)| &c.object)
                 .collect(),
         }
+    }
+
+    /// The newest revision the reflector has caught up with (0 before its first list):
+    /// every change up to it is reflected, so a watch from it misses nothing.
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 
     /// Every pod of a namespace, in name order.
@@ -252,6 +269,7 @@ impl Reflector {
     /// Notes that the change stream has delivered everything up to `revision`: tombstones
     /// at or below it are no longer needed.
     fn passed(&mut self, revision: u64) {
+        self.revision = self.revision.max(revision);
         if !self.tombstones.is_empty() {
             self.tombstones.retain(|_, deleted| *deleted > revision);
         }
@@ -299,6 +317,7 @@ impl Reflector {
             }
         }
         self.floor = floor;
+        self.revision = self.revision.max(floor);
         self.tombstones.retain(|_, deleted| *deleted > floor);
         events.push(Event::InitDone);
         events
@@ -560,6 +579,12 @@ impl Informer {
     /// The latest state of the watched objects.
     pub fn cache(&self) -> &Reflector {
         &self.cache
+    }
+
+    /// Whether the informer follows the change stream: it has listed, and no list is due
+    /// (after falling behind or a failed list) and the stream is open.
+    pub fn is_synced(&self) -> bool {
+        self.watcher.state == State::Watching
     }
 
     /// The store watched.

@@ -10,6 +10,7 @@
 //! - [`scheduling`]: the scheduling loop (snapshot, queue, cycle, assume, bind).
 //! - [`leadership`]: leader election among replicas; the leader-only loops, fenced.
 //! - [`writer`]: group-committed writes for binds, statuses and events.
+//! - [`group_commit`]: group commit for the API's applies, each caller getting its result.
 //! - [`metrics`]: the Prometheus endpoint, and Berth's API, store and agent metrics.
 //! - [`informer`]: the watch-loop runtime: list, follow the changes, re-list after falling
 //!   behind; the reflector of the latest objects; the work queue with back-off.
@@ -31,6 +32,7 @@ pub mod binding;
 pub mod error;
 pub mod events;
 pub mod eviction;
+pub mod group_commit;
 pub mod http;
 pub mod informer;
 pub mod leadership;

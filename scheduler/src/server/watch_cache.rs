@@ -1,14 +1,25 @@
-//! The Watch RPC's memory of recent changes (kube-apiserver's watch cache): the last
-//! [`HISTORY_CHANGES`] committed changes, so that a watch from a resourceVersion gets every
-//! change after it — the changes since a `List`, with nothing lost in between — and a
-//! version older than the memory is refused as expired (kube's `410 Gone`, reason
-//! `Expired`), which tells the client to list again.
+//! kube-apiserver's watch cache: the Watch RPC's memory of recent changes, and the latest
+//! objects that Get and List are served from.
+//!
+//! - [`WatchCache`] keeps the last [`HISTORY_CHANGES`] committed changes, so that a watch
+//!   from a resourceVersion gets every change after it — the changes since a `List`, with
+//!   nothing lost in between — and a version older than the memory is refused as expired
+//!   (kube's `410 Gone`, reason `Expired`), which tells the client to list again.
+//! - [`ObjectCache`] holds the latest state of every object but Events, so that a read
+//!   neither scans nor decodes the store. Reads are consistent (kube's resourceVersion "",
+//!   served from the cache as kube's consistent reads are): before answering, the cache
+//!   takes every change the store has broadcast, and the store broadcasts a commit's
+//!   changes before the commit returns, so a read sees every write acknowledged before it
+//!   began — a client sees its own writes.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use berth_proto::model::Kind;
 use berth_store::{Change, ObjectStore};
 use tokio::sync::broadcast;
+
+use super::informer::{Informer, Reflector};
 
 /// How many of the latest changes are kept for watches that start from a version.
 pub const HISTORY_CHANGES: usize = 4096;
@@ -157,10 +168,81 @@ impl WatchCache {
     }
 }
 
+/// The latest objects of every kind but [`Kind::Event`], for consistent reads; see the
+/// module documentation. Events stay out: they are many, short-lived and rarely read, so
+/// the cache would mostly hold them; reads of events go to the store.
+pub struct ObjectCache {
+    informer: Mutex<Informer>,
+}
+
+impl ObjectCache {
+    /// A cache of `store`'s objects: subscribes and lists now (blocking on the store), and
+    /// spawns the task that keeps it current between reads (it ends with the cache or the
+    /// store), so it must be called inside a Tokio runtime.
+    pub fn start(store: Arc<dyn ObjectStore>) -> Arc<Self> {
+        let mut wake = store.subscribe();
+        let cache = Arc::new(ObjectCache::new(store));
+        // Weak: the cache holds the store, which must close when the service goes away.
+        let weak = Arc::downgrade(&cache);
+        tokio::spawn(async move {
+            // Only the wake-up counts here; the informer reads the changes themselves.
+            while !matches!(wake.recv().await, Err(broadcast::error::RecvError::Closed)) {
+                let Some(cache) = weak.upgrade() else { return };
+                cache.catch_up_if_free();
+            }
+        });
+        cache
+    }
+
+    /// A cache of `store`'s objects that is brought up to date only by reads: subscribes
+    /// and lists now (blocking on the store).
+    pub fn new(store: Arc<dyn ObjectStore>) -> Self {
+        let kinds: Vec<Kind> = Kind::ALL
+            .into_iter()
+            .filter(|k| ObjectCache::holds(*k))
+            .collect();
+        let cache = ObjectCache {
+            informer: Mutex::new(Informer::new("api cache", store, &kinds)),
+        };
+        drop(cache.current());
+        cache
+    }
+
+    /// Whether reads of `kind` are served from the cache.
+    pub fn holds(kind: Kind) -> bool {
+        kind != Kind::Event
+    }
+
+    /// Runs `read` on the cache brought up to date with every change broadcast before this
+    /// call, with the revision it reflects; `None` when the cache cannot be brought up to
+    /// date (its list failed, or the store's stream closed), and the caller must read the
+    /// store. Keep `read` short: it holds the cache's lock (take the objects, encode them
+    /// after).
+    pub fn read<T>(&self, read: impl FnOnce(&Reflector) -> T) -> Option<T> {
+        let informer = self.current();
+        informer.is_synced().then(|| read(informer.cache()))
+    }
+
+    /// Takes what the store has broadcast, without waiting for the lock: the change
+    /// stream's buffer then does not keep changes that only this cache has yet to read.
+    fn catch_up_if_free(&self) {
+        if let Ok(mut informer) = self.informer.try_lock() {
+            while informer.try_next().is_some() {}
+        }
+    }
+
+    /// The informer, with every change broadcast so far applied.
+    fn current(&self) -> MutexGuard<'_, Informer> {
+        let mut informer = self.informer.lock().unwrap_or_else(|e| e.into_inner());
+        while informer.try_next().is_some() {}
+        informer
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use berth_proto::model::{Kind, Object};
-    use berth_store::ChangeType;
+    use berth_store::{ChangeType, Op, Precondition};
 
     use super::*;
 
@@ -177,6 +259,83 @@ mod tests {
 
     fn revisions(start: &Start) -> Vec<u64> {
         start.backlog.iter().map(|c| c.revision).collect()
+    }
+
+    fn pod_named(name: &str) -> Object {
+        Object::Pod(berth_model::testing::PodBuilder::new(name).build())
+    }
+
+    /// The names of the cached pods and the cache's revision; `None` when the cache sends
+    /// reads to the store.
+    fn cached_pods(cache: &ObjectCache) -> Option<(Vec<String>, u64)> {
+        cache.read(|c| {
+            let names = c
+                .list(Kind::Pod, Some("default"))
+                .iter()
+                .map(|o| o.meta().name.clone())
+                .collect();
+            (names, c.revision())
+        })
+    }
+
+    #[test]
+    fn a_read_sees_every_write_committed_before_it() {
+        let store: Arc<dyn ObjectStore> =
+            Arc::new(berth_store::SledStore::temporary().expect("temporary store"));
+        store
+            .commit(vec![Op::Create(pod_named("before"))])
+            .expect("committed");
+        // No task keeps this cache current: only reads bring it up to date.
+        let cache = ObjectCache::new(store.clone());
+        assert_eq!(
+            cached_pods(&cache),
+            Some((vec!["before".to_string()], store.revision()))
+        );
+        for i in 0..20 {
+            let name = format!("p{i:02}");
+            store
+                .commit(vec![Op::Create(pod_named(&name))])
+                .expect("committed");
+            let (names, revision) = cached_pods(&cache).expect("current");
+            assert_eq!(names.last(), Some(&name), "its own write, at once");
+            assert_eq!(names.len(), i + 2);
+            assert_eq!(revision, store.revision());
+        }
+        let key = pod_named("p03").key();
+        store
+            .commit(vec![Op::Delete {
+                key: key.clone(),
+                precondition: Precondition::None,
+            }])
+            .expect("deleted");
+        assert!(cache
+            .read(|c| c.get_shared(&key).is_none())
+            .expect("current"));
+        assert!(ObjectCache::holds(Kind::Pod) && !ObjectCache::holds(Kind::Event));
+    }
+
+    #[test]
+    fn a_cache_that_fell_behind_lists_again_and_one_that_cannot_sends_reads_to_the_store() {
+        let laggy = crate::server::informer::testing::LaggyStore::new(2);
+        let store: Arc<dyn ObjectStore> = laggy.clone();
+        let cache = ObjectCache::new(store.clone());
+        for i in 0..5 {
+            store
+                .commit(vec![Op::Create(pod_named(&format!("p{i}")))])
+                .expect("committed");
+        }
+        let (names, revision) = cached_pods(&cache).expect("listed again");
+        assert_eq!(names, ["p0", "p1", "p2", "p3", "p4"]);
+        assert_eq!(revision, store.revision());
+        laggy
+            .fail_lists
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        for i in 5..10 {
+            store
+                .commit(vec![Op::Create(pod_named(&format!("p{i}")))])
+                .expect("committed");
+        }
+        assert_eq!(cached_pods(&cache), None, "stale: the store must answer");
     }
 
     #[test]
