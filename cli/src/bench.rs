@@ -73,7 +73,8 @@ pub struct BenchArgs {
     /// Seed of the scheduler's tie-breaking.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Objects per store transaction (in process) or per Apply call (end to end).
+    /// Objects per store transaction (in process) or per Apply call (end to end; at most
+    /// 128, etcd's operations per transaction, with an etcd `--store`).
     #[arg(long, default_value_t = 500)]
     pub batch: usize,
     /// Longest wait for each phase to complete.
@@ -473,6 +474,15 @@ async fn wait_until(
     }
 }
 
+/// Objects per Apply call end to end: `--batch`, and on an etcd store at most the
+/// operations etcd takes in one transaction (an Apply is one, all or nothing).
+fn apply_batch(args: &BenchArgs) -> usize {
+    match &args.store {
+        Some(url) if url.starts_with("etcd://") => args.batch.min(berth_store::MAX_TXN_OPS),
+        _ => args.batch,
+    }
+}
+
 async fn run_e2e(workload: &Workload, args: &BenchArgs, dir: &Path) -> Result<Report> {
     let listen = free_address()?;
     let server = format!("http://{listen}");
@@ -545,7 +555,7 @@ async fn drive_e2e(
             .into_iter()
             .map(Object::PriorityClass)
             .collect::<Vec<_>>();
-        apply_all(&mut api, classes, args.batch).await?;
+        apply_all(&mut api, classes, apply_batch(args)).await?;
     }
 
     // Nodes, through simulated agents.
@@ -584,7 +594,7 @@ async fn drive_e2e(
     // Initial pods, waited for.
     let (init, waited) = workload.initial_objects();
     let init_pods = init.len();
-    apply_all(&mut api, init, args.batch).await?;
+    apply_all(&mut api, init, apply_batch(args)).await?;
     wait_until(args.timeout, "initial pods", || {
         let bound = binds.other.load(Ordering::Acquire);
         Ok((bound < waited).then(|| format!("{bound} of {waited} bound")))
@@ -605,7 +615,7 @@ async fn drive_e2e(
     });
     let creator = {
         let mut api = api.clone();
-        let batch = args.batch;
+        let batch = apply_batch(args);
         let workload = workload.clone();
         tokio::spawn(async move { apply_all(&mut api, workload.measured_objects(), batch).await })
     };
@@ -665,6 +675,28 @@ async fn drive_e2e(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_apply_on_etcd_holds_no_more_than_a_transaction_takes() {
+        // (flags after `berth bench SchedulingBasic`, objects per Apply call)
+        let cases: &[(&[&str], usize)] = &[
+            (&["--e2e"], 500),
+            (&["--e2e", "--batch", "1000"], 1000),
+            (&["--e2e", "--store", "etcd://127.0.0.1:2379"], 128),
+            (
+                &["--e2e", "--store", "etcd://127.0.0.1:2379", "--batch", "50"],
+                50,
+            ),
+        ];
+        for (flags, want) in cases {
+            let argv = ["berth", "bench", "SchedulingBasic"].iter().chain(*flags);
+            let cli = <crate::Cli as clap::Parser>::try_parse_from(argv).expect("valid flags");
+            let crate::Command::Bench(args) = cli.command else {
+                panic!("not bench: {flags:?}");
+            };
+            assert_eq!(apply_batch(&args), *want, "{flags:?}");
+        }
+    }
 
     #[test]
     fn latency_from_the_scrape() {
