@@ -544,3 +544,124 @@ fn agents_publish_gpus_that_pods_and_jobs_get_through_claim_templates() {
         slices_json(&cluster).is_empty()
     });
 }
+
+/// Replaces `path`'s content as an editor saving it does (a new file renamed over it), so
+/// that the agent never reads half of it.
+fn rewrite(path: &std::path::Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).expect("write the new devices file");
+    std::fs::rename(&tmp, path).expect("rename it over the old one");
+}
+
+/// The events of `reason` about node `node`, as JSON objects.
+fn node_events(cluster: &TestCluster, node: &str, reason: &str) -> Vec<serde_json::Value> {
+    items(cluster, "events")
+        .into_iter()
+        .filter(|e| {
+            e["involvedObject"]["kind"] == "Node"
+                && e["involvedObject"]["name"] == node
+                && e["reason"] == reason
+        })
+        .collect()
+}
+
+/// The devices of gpu-node's slice and its pool generation.
+fn gpu_node_devices(cluster: &TestCluster) -> (Vec<String>, i64) {
+    let slices = slices_json(cluster);
+    let [slice] = slices.as_slice() else {
+        panic!("one slice: {slices:?}");
+    };
+    let names = slice["spec"]["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .map(|d| d["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    (names, slice["spec"]["pool"]["generation"].as_i64().unwrap_or(-1))
+}
+
+/// Item 6 of issue 11: an edited `--devices` file replaces the node's slice within the
+/// session (its pool at the next generation), a device taken away stays allocated to the
+/// claim that holds it (as in kube: withdrawing a device does not touch allocations), a new
+/// device is usable at once, and a broken edit changes nothing but says why on the Node.
+#[test]
+fn an_edited_devices_file_replaces_the_nodes_devices() {
+    let mut cluster = TestCluster::start();
+    start_gpu_node(&mut cluster);
+    cluster.wait_ready_nodes(1);
+    let file = cluster.dir.path().join("gpu-node-devices.yaml");
+    apply(&cluster, "class.yaml", CLASS);
+    apply(
+        &cluster,
+        "claims.yaml",
+        &[claim("t4", "t4", None), claim("h100", "h100", None)].join("---\n"),
+    );
+    apply(&cluster, "on-t4.yaml", &pod("on-t4", "t4"));
+    wait_until("on-t4 runs", || {
+        str_at(&cluster.pod_json("on-t4"), "/status/phase") == "Running"
+    });
+    assert_eq!(
+        gpu_node_devices(&cluster),
+        (vec!["gpu-0".to_string(), "gpu-1".to_string()], 1)
+    );
+
+    // The t4 (allocated to on-t4) goes, an h100 comes.
+    let edited = DEVICES.replace(
+        "  - name: gpu-1\n    attributes:\n      model: {string: t4}\n      index: {int: 1}\n",
+        "  - name: gpu-2\n    attributes:\n      model: {string: h100}\n      index: {int: 2}\n",
+    );
+    assert_ne!(edited, DEVICES);
+    rewrite(&file, &edited);
+    wait_until("the slice shows the new devices", || {
+        let yaml = cluster.berth_ok(&["get", "resourceslices", "-o", "yaml"]);
+        yaml.contains("name: gpu-2") && !yaml.contains("name: gpu-1")
+    });
+    assert_eq!(
+        gpu_node_devices(&cluster),
+        (vec!["gpu-0".to_string(), "gpu-2".to_string()], 2)
+    );
+    wait_until("the update is recorded on the node", || {
+        !node_events(&cluster, "gpu-node", "DevicesUpdated").is_empty()
+    });
+    // The claim keeps its withdrawn device and its pod runs on.
+    let t4 = claims_json(&cluster)
+        .into_iter()
+        .find(|c| c["metadata"]["name"] == "t4")
+        .expect("claim t4");
+    assert_eq!(
+        t4["status"]["allocation"]["devices"]["results"][0]["device"],
+        "gpu-1"
+    );
+    assert_eq!(
+        str_at(&cluster.pod_json("on-t4"), "/status/phase"),
+        "Running"
+    );
+    // The new device is there for a new pod.
+    apply(&cluster, "on-h100.yaml", &pod("on-h100", "h100"));
+    wait_until("on-h100 runs", || {
+        str_at(&cluster.pod_json("on-h100"), "/status/phase") == "Running"
+    });
+    wait_until("on-h100 sees gpu-2", || {
+        let out = cluster.berth(&["logs", "on-h100"]);
+        String::from_utf8_lossy(&out.stdout).contains("cuda=2 dev=gpu.berth.dev/gpu-node/gpu-2")
+    });
+
+    // A broken edit: refused with the field named, the slice stays as it was.
+    rewrite(&file, &edited.replace("name: gpu-2", "name: GPU_2"));
+    wait_until("the refusal is recorded on the node", || {
+        !node_events(&cluster, "gpu-node", "InvalidDevices").is_empty()
+    });
+    let events = node_events(&cluster, "gpu-node", "InvalidDevices");
+    let message = events[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("spec.devices[1].name") && message.contains("GPU_2"),
+        "{message}"
+    );
+    assert_eq!(events[0]["type"], "Warning");
+    assert_eq!(
+        gpu_node_devices(&cluster),
+        (vec!["gpu-0".to_string(), "gpu-2".to_string()], 2)
+    );
+    // The agent is still up and the node still Ready.
+    cluster.wait_ready_nodes(1);
+}

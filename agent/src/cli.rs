@@ -130,7 +130,8 @@ pub struct Args {
     pub register_with_taints: Vec<Taint>,
 
     /// A file of ResourceSlice manifests (YAML or JSON, without `nodeName`): the node's
-    /// devices, published as node-local ResourceSlices at each registration.
+    /// devices, published as node-local ResourceSlices at registration and again whenever
+    /// the file changes (it is read every 2 s; an invalid edit is refused and changes nothing).
     #[arg(long, value_name = "FILE")]
     pub devices: Option<PathBuf>,
 

@@ -24,6 +24,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use tracing::{debug, info, instrument, warn, Instrument};
 
 use crate::admission;
+use crate::devices::Published;
 use crate::error::{error_chain, Error, Result};
 use crate::eviction::Signal;
 use crate::housekeeping::{NodeState, PodEvent, Reports, EVENT_WARNING};
@@ -197,6 +198,8 @@ struct Session {
     outbox: mpsc::Sender<pb::AgentMessage>,
     inbound: tonic::Streaming<pb::SchedulerMessage>,
     heartbeat_interval: Duration,
+    /// The node's devices, seen as they were registered: a change is sent up.
+    devices: tokio::sync::watch::Receiver<Published>,
 }
 
 impl Session {
@@ -228,6 +231,8 @@ pub struct Agent {
     reports: tokio::sync::Mutex<Reports>,
     /// Log readers by request id, to cancel them.
     log_readers: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    /// The devices the node publishes now (`--devices` as last read, `--gpus`).
+    devices: tokio::sync::watch::Receiver<Published>,
 }
 
 impl Agent {
@@ -244,7 +249,6 @@ impl Agent {
         reports: Reports,
     ) -> Self {
         Agent {
-            node,
             server,
             connector,
             current: std::sync::atomic::AtomicUsize::new(0),
@@ -255,7 +259,21 @@ impl Agent {
             state,
             reports: tokio::sync::Mutex::new(reports),
             log_readers: Arc::default(),
+            devices: tokio::sync::watch::channel(Published {
+                devices: node.devices.clone(),
+                refused: None,
+            })
+            .1,
+            node,
         }
+    }
+
+    /// Publishes the devices `devices` holds, sending each change within the session (a
+    /// `--devices` file watched by [`crate::devices::watch_file`]) instead of only the
+    /// node's devices at start.
+    pub fn with_devices(mut self, devices: tokio::sync::watch::Receiver<Published>) -> Self {
+        self.devices = devices;
+        self
     }
 
     /// Sends `token` as a bearer token with every call. A token that cannot be a header
@@ -345,22 +363,19 @@ impl Agent {
         debug!(replica = %self.connector.uri(current), "connecting");
         let channel = self.connector.channel(current).await?;
         let mut client = AgentClient::new(channel);
+        let mut devices = self.devices.clone();
+        let slices = devices
+            .borrow_and_update()
+            .devices
+            .for_node(&self.node.name);
         let mut node = self.node.to_node(Time::now(), self.ready_since);
         node.status.conditions = self.conditions();
         node.status.images = self.runtime.images();
         let response = client
-            .register(
-                self.request(pb::RegisterRequest {
-                    node: Some(node_to_pb(&node)),
-                    resource_slices: self
-                        .node
-                        .devices
-                        .for_node(&self.node.name)
-                        .into_iter()
-                        .map(|s| object_to_pb(&Object::ResourceSlice(s)))
-                        .collect(),
-                }),
-            )
+            .register(self.request(pb::RegisterRequest {
+                node: Some(node_to_pb(&node)),
+                resource_slices: slices_to_pb(slices),
+            }))
             .await
             .map_err(|source| Error::Register {
                 node: self.node.name.clone(),
@@ -396,6 +411,7 @@ impl Agent {
             outbox,
             inbound,
             heartbeat_interval,
+            devices,
         })
     }
 
@@ -459,6 +475,10 @@ impl Agent {
                         .await?;
                 }
                 Some(event) = events.recv() => session.send(pod_event(event)).await?,
+                Ok(()) = session.devices.changed() => {
+                    let published = session.devices.borrow_and_update().clone();
+                    session.send(self.devices_update(published)).await?;
+                }
                 Ok(()) = usage.changed() => {
                     let sample = usage.borrow_and_update().clone();
                     if let Some(sample) = sample {
@@ -480,6 +500,21 @@ impl Agent {
                     .map(|s| pressure_condition(*s, pressure.contains(s), now)),
             )
             .collect()
+    }
+
+    /// The message for devices that changed: the slices to publish now, or why the new
+    /// devices file was refused.
+    fn devices_update(&self, published: Published) -> Up {
+        Up::Devices(match published.refused {
+            Some(error) => pb::DevicesUpdate {
+                resource_slices: Vec::new(),
+                error,
+            },
+            None => pb::DevicesUpdate {
+                resource_slices: slices_to_pb(published.devices.for_node(&self.node.name)),
+                error: String::new(),
+            },
+        })
     }
 
     fn heartbeat(&self) -> Up {
@@ -679,6 +714,14 @@ impl Agent {
 }
 
 /// A status of phase Failed with a reason and message.
+/// Slices as the wire carries them.
+fn slices_to_pb(slices: Vec<model::ResourceSlice>) -> Vec<pb::Object> {
+    slices
+        .into_iter()
+        .map(|s| object_to_pb(&Object::ResourceSlice(s)))
+        .collect()
+}
+
 fn failed_status(reason: &str, message: &str) -> PodStatus {
     PodStatus {
         phase: PodPhase::Failed,

@@ -2,7 +2,10 @@
 //! drivers publish them through kubelet): those of a `--devices` file of ResourceSlice
 //! manifests, and the GPUs of the `--gpus N[:MODEL[:MEMORY]]` shorthand. The agent sends
 //! them with every registration; the scheduler stores them (owned by the Node, so that
-//! they go with it) and bumps a pool's generation when its devices change.
+//! they go with it) and bumps a pool's generation when its devices change. [`watch_file`]
+//! looks at the file every few seconds: a valid new content replaces what the node
+//! publishes (the session sends it at once), an invalid one is refused, naming the field,
+//! and the node keeps its devices.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +15,9 @@ use berth_core::lab::objects::{gpu_slice, Gpus};
 use berth_proto::model::{Kind, Object, ResourceSlice};
 use berth_proto::Quantity;
 use serde::Deserialize;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info};
 
 use crate::error::{Error, Result};
 
@@ -139,6 +145,78 @@ impl Devices {
             s.kind = "ResourceSlice".to_string();
         }
         slices
+    }
+}
+
+/// How often [`watch_file`] reads the `--devices` file for changes.
+pub const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What a node publishes now: the devices last read valid, and, when the file changed to
+/// something invalid since, why it was refused (the node keeps `devices` meanwhile).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Published {
+    /// The devices to publish.
+    pub devices: Devices,
+    /// Why the file's current content was refused, when it was.
+    pub refused: Option<String>,
+}
+
+/// The file's content as last seen: its bytes, or why it could not be read.
+type Seen = std::result::Result<Vec<u8>, String>;
+
+fn read_bytes(path: &Path) -> Seen {
+    std::fs::read(path).map_err(|e| e.to_string())
+}
+
+/// Reads `path` every `interval` until `shutdown` fires: when its content changed, loads it
+/// again (with `gpus`) and hands the result to `tx` — valid devices replace the published
+/// ones, an invalid file keeps them and says why (logged as an error too). Content that
+/// comes back to the published devices clears a refusal.
+pub async fn watch_file(
+    path: PathBuf,
+    gpus: Option<Gpus>,
+    tx: watch::Sender<Published>,
+    interval: std::time::Duration,
+    shutdown: CancellationToken,
+) {
+    // Nothing seen yet: the first look loads the file, so that an edit made since the
+    // published devices were read is not missed.
+    let mut seen: Option<Seen> = None;
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        let now = read_bytes(&path);
+        if seen.as_ref() == Some(&now) {
+            continue;
+        }
+        seen = Some(now);
+        let current = tx.borrow().clone();
+        let next = match Devices::load(Some(&path), gpus.clone()) {
+            Ok(devices) => {
+                if devices != current.devices {
+                    info!(file = %path.display(), slices = devices.from_file.len(), "devices file changed; publishing its devices");
+                }
+                Published {
+                    devices,
+                    refused: None,
+                }
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                error!(error = %reason, "devices file changed but is invalid; the node keeps publishing its devices");
+                Published {
+                    devices: current.devices.clone(),
+                    refused: Some(reason),
+                }
+            }
+        };
+        if next != current {
+            tx.send_replace(next);
+        }
     }
 }
 
@@ -314,5 +392,57 @@ spec:
                 "{name}: {err}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn an_edited_file_replaces_the_devices_and_a_broken_one_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = write(&dir, NICS);
+        let first = Devices::load(Some(&path), None).expect("valid");
+        let (tx, mut rx) = watch::channel(Published {
+            devices: first.clone(),
+            refused: None,
+        });
+        let shutdown = CancellationToken::new();
+        let watcher = tokio::spawn(watch_file(
+            path.clone(),
+            None,
+            tx,
+            std::time::Duration::from_millis(10),
+            shutdown.clone(),
+        ));
+        let replace = |text: &str| {
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, text).expect("write");
+            std::fs::rename(&tmp, &path).expect("rename");
+        };
+
+        replace(&NICS.replace("nic-0", "nic-1"));
+        rx.changed().await.expect("a change");
+        let published = rx.borrow_and_update().clone();
+        assert_eq!(published.refused, None);
+        assert_eq!(published.devices.from_file[0].spec.devices[0].name, "nic-1");
+        let second = published.devices;
+
+        replace(&NICS.replace("nic-0", "NIC_1"));
+        rx.changed().await.expect("a change");
+        let published = rx.borrow_and_update().clone();
+        let refused = published.refused.expect("refused");
+        assert!(refused.contains("spec.devices[0].name"), "{refused}");
+        assert_eq!(published.devices, second, "the last valid devices stay");
+
+        // Back to valid content: the refusal clears.
+        replace(&NICS.replace("nic-0", "nic-1"));
+        rx.changed().await.expect("a change");
+        assert_eq!(
+            *rx.borrow_and_update(),
+            Published {
+                devices: second,
+                refused: None
+            }
+        );
+        assert_ne!(first, rx.borrow().devices);
+        shutdown.cancel();
+        watcher.await.expect("the watcher ends");
     }
 }

@@ -102,6 +102,23 @@ pub async fn run(args: Args, shutdown: CancellationToken) -> Result<()> {
         "starting agent"
     );
     let mut tasks = tokio::task::JoinSet::new();
+    // The devices file, read again when it changes; every node of the process publishes it.
+    let (devices_tx, devices) = tokio::sync::watch::channel(devices::Published {
+        devices: base.devices.clone(),
+        refused: None,
+    });
+    if let Some(path) = args.devices.clone() {
+        tasks.spawn(
+            devices::watch_file(
+                path,
+                args.gpus.clone(),
+                devices_tx,
+                devices::POLL_INTERVAL,
+                shutdown.clone(),
+            )
+            .in_current_span(),
+        );
+    }
     for (i, name) in names.into_iter().enumerate() {
         let node = NodeConfig {
             name: name.unwrap_or_else(|| base.name.clone()),
@@ -162,7 +179,8 @@ pub async fn run(args: Args, shutdown: CancellationToken) -> Result<()> {
             state,
             reports,
         )
-        .with_token(args.token.clone());
+        .with_token(args.token.clone())
+        .with_devices(devices.clone());
         let shutdown = shutdown.clone();
         tasks.spawn(
             async move {

@@ -424,6 +424,41 @@ impl AgentService {
     }
 
     /// The pods bound to a node that should run there.
+    /// A node's devices changed within its session: publishes the new slices (as at
+    /// registration) or, when the agent refused its new devices file, keeps the slices
+    /// and records why on the Node. Either way a Node Event says what happened.
+    fn devices_update(&self, node_name: &str, update: pb::DevicesUpdate) -> Result<(), Error> {
+        let key = ObjectKey::new(Kind::Node, "", node_name);
+        let Some(Object::Node(node)) = self.store.get(&key)? else {
+            return Err(Error::NotFound { key });
+        };
+        let outcome = if update.error.is_empty() {
+            decode_slices(&update.resource_slices)
+                .and_then(|slices| super::node_slices::publish(self.store.as_ref(), &node, slices))
+        } else {
+            Err(Error::BadRequest(update.error))
+        };
+        let (type_, reason, message) = match &outcome {
+            Ok(()) => (
+                super::events::NORMAL,
+                REASON_DEVICES_UPDATED,
+                format!(
+                    "published {} ResourceSlice(s) from the changed devices",
+                    update.resource_slices.len()
+                ),
+            ),
+            Err(e) => (
+                super::events::WARNING,
+                REASON_INVALID_DEVICES,
+                format!("devices not updated, the slices published before stay: {e}"),
+            ),
+        };
+        if let Some(t) = &self.telemetry {
+            t.record_node_event(&node, type_, reason, message);
+        }
+        outcome
+    }
+
     fn bound_pods(&self, node_name: &str) -> Result<Vec<Pod>, Error> {
         Ok(self
             .store
@@ -513,6 +548,31 @@ fn stop_msg(pod: &Pod, reason: &str) -> pb::SchedulerMessage {
 
 type SessionStream = Pin<Box<dyn Stream<Item = Result<pb::SchedulerMessage, Status>> + Send>>;
 
+/// The ResourceSlices of an agent's message (registration, devices update).
+fn decode_slices(objects: &[pb::Object]) -> Result<Vec<ResourceSlice>, Error> {
+    objects
+        .iter()
+        .enumerate()
+        .map(|(i, msg)| {
+            match object_of_kind(
+                Some(msg),
+                Kind::ResourceSlice,
+                &format!("resourceSlices[{i}]"),
+            ) {
+                Ok(Object::ResourceSlice(s)) => Ok(s),
+                Ok(_) => unreachable!("a KIND_RESOURCE_SLICE message decodes as a slice"),
+                Err(e) => Err(Error::BadRequest(e.to_string())),
+            }
+        })
+        .collect()
+}
+
+/// Event reason for devices an agent could not publish (its devices file refused by the
+/// agent, or its slices by admission).
+pub const REASON_INVALID_DEVICES: &str = "InvalidDevices";
+/// Event reason for devices an agent published anew within its session.
+pub const REASON_DEVICES_UPDATED: &str = "DevicesUpdated";
+
 #[tonic::async_trait]
 impl pb::agent_server::Agent for AgentService {
     #[instrument(skip_all)]
@@ -520,23 +580,7 @@ impl pb::agent_server::Agent for AgentService {
         let caller = req.extensions().get::<Caller>().cloned();
         let node = node_from_pb(req.get_ref().node.as_ref(), "node")
             .map_err(|e| Error::BadRequest(e.to_string()))?;
-        let slices = req
-            .get_ref()
-            .resource_slices
-            .iter()
-            .enumerate()
-            .map(|(i, msg)| {
-                match object_of_kind(
-                    Some(msg),
-                    Kind::ResourceSlice,
-                    &format!("resourceSlices[{i}]"),
-                ) {
-                    Ok(Object::ResourceSlice(s)) => Ok(s),
-                    Ok(_) => unreachable!("a KIND_RESOURCE_SLICE message decodes as a slice"),
-                    Err(e) => Err(Error::BadRequest(e.to_string())),
-                }
-            })
-            .collect::<Result<Vec<ResourceSlice>, Error>>()?;
+        let slices = decode_slices(&req.get_ref().resource_slices)?;
         let this = self.clone();
         let node = blocking(move || -> Result<Node, Error> {
             if let Some(caller) = caller.as_ref().filter(|c| c.role == Role::Node) {
@@ -663,6 +707,7 @@ impl pb::agent_server::Agent for AgentService {
                                 }
                                 Ok(())
                             }
+                            Some(pb::agent_message::Msg::Devices(update)) => this2.devices_update(&node, update),
                             Some(pb::agent_message::Msg::Hello(_)) | None => Ok(()),
                         }).await;
                         match result {

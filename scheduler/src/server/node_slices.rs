@@ -3,6 +3,8 @@
 //! (so the garbage collector removes them with it), each pool's generation bumped when its
 //! devices change, and the node's earlier slices that are no longer published deleted.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use berth_proto::model::{Kind, Node, Object, ObjectKey, OwnerReference, ResourceSlice};
 use berth_store::{ObjectStore, Op, Precondition};
 
@@ -21,11 +23,14 @@ fn is_published_for(slice: &ResourceSlice, node: &str) -> bool {
             .any(|o| o.kind == "Node" && o.name == node)
 }
 
-/// The ops that make the store's slices of `node` the `published` ones: `published` slices
-/// are forced onto the node and owned by it; a slice whose spec (generation aside) and
-/// owner are unchanged is left alone, a changed one is updated with its pool's generation
-/// one higher, a new one created at generation 1, and a slice published before but not now
-/// deleted. Slices of the node that no agent published (applied by a user) are not touched.
+/// The ops that make the store's slices of `node` the `published` ones, as kubelet's
+/// ResourceSlice controller keeps a driver's pools: `published` slices are forced onto the
+/// node and owned by it; a pool whose slices are all unchanged (spec, generation aside) is
+/// left alone (only an owner that changed is updated); a pool with a new, changed or
+/// withdrawn slice moves to its next generation, every one of its slices written at it (the
+/// allocator reads only a pool's newest generation), a new pool starting at 1; a slice
+/// published before but not now is deleted. Slices of the node that no agent published
+/// (applied by a user) are not touched.
 pub fn plan(node: &Node, published: Vec<ResourceSlice>, stored: &[ResourceSlice]) -> Vec<Op> {
     let name = &node.metadata.name;
     let owner = OwnerReference {
@@ -36,31 +41,68 @@ pub fn plan(node: &Node, published: Vec<ResourceSlice>, stored: &[ResourceSlice]
         controller: Some(true),
         block_owner_deletion: None,
     };
+    let pool_of = |s: &ResourceSlice| (s.spec.driver.clone(), s.spec.pool.name.clone());
     let ours: Vec<&ResourceSlice> = stored
         .iter()
         .filter(|s| is_published_for(s, name))
         .collect();
+    let by_name = |n: &str| stored.iter().find(|s| s.metadata.name == n);
+    let published: Vec<ResourceSlice> = published
+        .into_iter()
+        .map(|mut slice| {
+            slice.spec.node_name = Some(name.clone());
+            slice.spec.all_nodes = None;
+            slice.spec.node_selector = None;
+            slice.metadata.owner_references = vec![owner.clone()];
+            slice
+        })
+        .collect();
     let names: Vec<String> = published.iter().map(|s| s.metadata.name.clone()).collect();
-    let mut ops = Vec::new();
-    for mut slice in published {
-        slice.spec.node_name = Some(name.clone());
-        slice.spec.all_nodes = None;
-        slice.spec.node_selector = None;
-        slice.metadata.owner_references = vec![owner.clone()];
-        match stored
-            .iter()
-            .find(|s| s.metadata.name == slice.metadata.name)
-        {
+    // Per pool: the newest generation stored for it, and whether its devices changed.
+    let mut pools: BTreeMap<(String, String), (i64, bool)> = BTreeMap::new();
+    let mut generations: BTreeMap<(String, String), BTreeSet<i64>> = BTreeMap::new();
+    for slice in &published {
+        let pool = pools.entry(pool_of(slice)).or_insert((0, false));
+        match by_name(&slice.metadata.name) {
             Some(current) => {
                 let mut same = slice.spec.clone();
                 same.pool.generation = current.spec.pool.generation;
-                if same == current.spec
+                pool.0 = pool.0.max(current.spec.pool.generation);
+                pool.1 |= same != current.spec;
+                generations
+                    .entry(pool_of(slice))
+                    .or_default()
+                    .insert(current.spec.pool.generation);
+            }
+            None => pool.1 = true,
+        }
+    }
+    for old in &ours {
+        if let Some(pool) = pools.get_mut(&pool_of(old)) {
+            pool.0 = pool.0.max(old.spec.pool.generation);
+            pool.1 |= !names.contains(&old.metadata.name);
+        }
+    }
+    // Slices of one pool at different generations (an older agent bumped them one by one)
+    // are rewritten at one.
+    for (pool, gens) in generations {
+        if gens.len() > 1 {
+            if let Some(p) = pools.get_mut(&pool) {
+                p.1 = true;
+            }
+        }
+    }
+    let mut ops = Vec::new();
+    for mut slice in published {
+        let (newest, changed) = pools[&pool_of(&slice)];
+        slice.spec.pool.generation = if changed { newest + 1 } else { newest };
+        match by_name(&slice.metadata.name) {
+            Some(current) => {
+                if current.spec == slice.spec
                     && current.metadata.owner_references == slice.metadata.owner_references
                 {
                     continue;
                 }
-                let bump = i64::from(same != current.spec);
-                slice.spec.pool.generation = current.spec.pool.generation + bump;
                 let mut meta = current.metadata.clone();
                 meta.owner_references = slice.metadata.owner_references.clone();
                 slice.metadata = meta;
@@ -71,10 +113,7 @@ pub fn plan(node: &Node, published: Vec<ResourceSlice>, stored: &[ResourceSlice]
                     object: Object::ResourceSlice(slice),
                 });
             }
-            None => {
-                slice.spec.pool.generation = 1;
-                ops.push(Op::Create(Object::ResourceSlice(slice)));
-            }
+            None => ops.push(Op::Create(Object::ResourceSlice(slice))),
         }
     }
     for old in ours {
@@ -178,6 +217,12 @@ mod tests {
         s
     }
 
+    /// `slice` as one of a pool of two slices.
+    fn of_two(mut slice: ResourceSlice) -> ResourceSlice {
+        slice.spec.pool.resource_slice_count = 2;
+        slice
+    }
+
     /// An op as (verb, slice name, generation).
     fn summary(op: &Op) -> (&'static str, String, i64) {
         let generation = |o: &Object| match o {
@@ -235,6 +280,33 @@ mod tests {
                 vec![],
                 vec![stored("n1-gpu", &["gpu-0"], "u1", 1)],
                 vec![("delete", "n1-gpu", 0)],
+            ),
+            (
+                "one slice of a pool of two changed: the whole pool at the next generation",
+                vec![
+                    of_two(sent("n1-gpu-0", &["gpu-0"])),
+                    of_two(sent("n1-gpu-1", &["gpu-2"])),
+                ],
+                vec![
+                    of_two(stored("n1-gpu-0", &["gpu-0"], "u1", 2)),
+                    of_two(stored("n1-gpu-1", &["gpu-1"], "u1", 2)),
+                ],
+                vec![("update", "n1-gpu-0", 3), ("update", "n1-gpu-1", 3)],
+            ),
+            (
+                "a slice added to an unchanged pool: every slice at the next generation",
+                vec![sent("n1-gpu", &["gpu-0"]), sent("n1-gpu-b", &["gpu-1"])],
+                vec![stored("n1-gpu", &["gpu-0"], "u1", 5)],
+                vec![("update", "n1-gpu", 6), ("create", "n1-gpu-b", 6)],
+            ),
+            (
+                "a slice withdrawn from a pool: the rest at the next generation",
+                vec![sent("n1-gpu", &["gpu-0"])],
+                vec![
+                    stored("n1-gpu", &["gpu-0"], "u1", 5),
+                    stored("n1-gpu-b", &["gpu-1"], "u1", 5),
+                ],
+                vec![("update", "n1-gpu", 6), ("delete", "n1-gpu-b", 0)],
             ),
             (
                 "a user's slice of the node is left alone",

@@ -105,6 +105,29 @@ impl Telemetry {
         );
     }
 
+    /// Records an event about `node` itself (its devices), from its own session.
+    pub fn record_node_event(
+        &self,
+        node: &berth_proto::model::Node,
+        type_: &'static str,
+        reason: &str,
+        message: String,
+    ) {
+        if let Some(recorder) = &self.recorder {
+            recorder.record(
+                ObjectReference {
+                    kind: "Node".into(),
+                    name: node.metadata.name.clone(),
+                    uid: node.metadata.uid.clone(),
+                    ..Default::default()
+                },
+                type_,
+                reason,
+                message,
+            );
+        }
+    }
+
     /// Hands a chunk of logs to the `Logs` call waiting for it. Returns the request id when
     /// nobody waits any more, so that the agent can be told to stop sending.
     pub fn deliver_log(&self, node: &str, chunk: pb::LogChunk) -> Option<String> {
