@@ -577,7 +577,10 @@ fn gpu_node_devices(cluster: &TestCluster) -> (Vec<String>, i64) {
         .iter()
         .map(|d| d["name"].as_str().unwrap_or_default().to_string())
         .collect();
-    (names, slice["spec"]["pool"]["generation"].as_i64().unwrap_or(-1))
+    (
+        names,
+        slice["spec"]["pool"]["generation"].as_i64().unwrap_or(-1),
+    )
 }
 
 /// Item 6 of issue 11: an edited `--devices` file replaces the node's slice within the
@@ -664,4 +667,208 @@ fn an_edited_devices_file_replaces_the_nodes_devices() {
     );
     // The agent is still up and the node still Ready.
     cluster.wait_ready_nodes(1);
+}
+
+/// A manifest of docs/examples/dra/.
+fn example(name: &str) -> String {
+    format!("{}/docs/examples/dra/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn apply_example(cluster: &TestCluster, name: &str) {
+    cluster.berth_ok(&["apply", "-f", &example(name)]);
+}
+
+/// The pods whose name starts with `prefix`, as JSON objects.
+fn pods_named(cluster: &TestCluster, prefix: &str) -> Vec<serde_json::Value> {
+    items(cluster, "pods")
+        .into_iter()
+        .filter(|p| {
+            p["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .collect()
+}
+
+/// Claim `name` of the default namespace.
+fn claim_json(cluster: &TestCluster, name: &str) -> serde_json::Value {
+    claims_json(cluster)
+        .into_iter()
+        .find(|c| c["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("claim {name}"))
+}
+
+/// The (pool, device) pairs a claim was allocated.
+fn allocated(claim: &serde_json::Value) -> Vec<(String, String)> {
+    claim["status"]["allocation"]["devices"]["results"]
+        .as_array()
+        .map(|results| {
+            results
+                .iter()
+                .map(|r| {
+                    (
+                        r["pool"].as_str().unwrap_or_default().to_string(),
+                        r["device"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Item 7 of issue 11: the Kubernetes docs' DRA examples (docs/examples/dra/), on two
+/// nodes publishing the devices they assume, behave as kube's allocator makes them: the
+/// Job's pods each need a GPU of their own and, through the shared claim, every matching
+/// GPU of the node (allocationMode All, same selector), so no node can give both and they
+/// stay Pending; the shared claim alone takes both GPUs of one node and pins every pod that
+/// names it there; a per-pod claim then only fits the other node; All cannot be met once
+/// each node has a device taken; the metadata readers and the tutorial's pod run and see
+/// their devices.
+#[test]
+fn the_kubernetes_docs_dra_examples_behave_as_with_kubes_allocator() {
+    let mut cluster = TestCluster::start();
+    let devices = example("devices.yaml");
+    for node in ["node-a", "node-b"] {
+        start(&mut cluster, node, &["--devices", &devices]);
+    }
+    cluster.wait_ready_nodes(2);
+    wait_until("both nodes publish both drivers", || {
+        slices_json(&cluster).len() == 4
+    });
+    for name in [
+        "deviceclass.yaml",
+        "resourceclaimtemplate.yaml",
+        "resourceclaim.yaml",
+        "job.yaml",
+    ] {
+        apply_example(&cluster, name);
+    }
+
+    // The Job: its two running pods wait, each with kube's words; nothing is allocated.
+    wait_until("the job's pods are unschedulable", || {
+        let pods = pods_named(&cluster, "example-dra-job-");
+        pods.len() == 2
+            && pods.iter().all(|p| {
+                pending_message(&cluster, p["metadata"]["name"].as_str().unwrap_or_default())
+                    .is_some_and(|m| {
+                        m.starts_with("0/2 nodes are available: 2 cannot allocate all claims.")
+                    })
+            })
+    });
+    assert!(allocated(&claim_json(&cluster, "example-resource-claim")).is_empty());
+    assert!(claims_json(&cluster)
+        .iter()
+        .all(|c| allocated(c).is_empty()));
+    cluster.berth_ok(&["delete", "job", "example-dra-job"]);
+    wait_until("the job's pods and claims are gone", || {
+        pods_named(&cluster, "example-dra-job-").is_empty() && claims_json(&cluster).len() == 1
+    });
+
+    // The shared claim alone: both 64Gi GPUs of one node, and every pod naming it there.
+    for name in ["shared-1", "shared-2"] {
+        apply(
+            &cluster,
+            &format!("{name}.yaml"),
+            &pod(name, "example-resource-claim"),
+        );
+    }
+    for name in ["shared-1", "shared-2"] {
+        wait_until(&format!("{name} runs"), || {
+            str_at(&cluster.pod_json(name), "/status/phase") == "Running"
+        });
+    }
+    let all_node = str_at(&cluster.pod_json("shared-1"), "/spec/nodeName").to_string();
+    assert_eq!(
+        str_at(&cluster.pod_json("shared-2"), "/spec/nodeName"),
+        all_node
+    );
+    let shared = claim_json(&cluster, "example-resource-claim");
+    assert_eq!(
+        allocated(&shared),
+        [
+            (all_node.clone(), "gpu-0".to_string()),
+            (all_node.clone(), "gpu-1".to_string())
+        ]
+    );
+    assert_eq!(
+        shared["status"]["reservedFor"].as_array().map(Vec::len),
+        Some(2)
+    );
+    let other = if all_node == "node-a" {
+        "node-b"
+    } else {
+        "node-a"
+    };
+
+    // A GPU of its own from the template: only the other node has one free.
+    let hold = "sleep 600";
+    apply(
+        &cluster,
+        "own-1.yaml",
+        &template_pod("own-1", "example-resource-claim-template", hold),
+    );
+    wait_until("own-1 runs", || {
+        str_at(&cluster.pod_json("own-1"), "/status/phase") == "Running"
+    });
+    assert_eq!(str_at(&cluster.pod_json("own-1"), "/spec/nodeName"), other);
+
+    // Once the shared claim's pods are gone its GPUs are free; a second own GPU, on the
+    // first node, leaves each node one GPU short of All.
+    cluster.berth_ok(&["delete", "pod", "shared-1", "shared-2"]);
+    wait_until("the shared claim is released", || {
+        allocated(&claim_json(&cluster, "example-resource-claim")).is_empty()
+    });
+    let pinned = template_pod("own-2", "example-resource-claim-template", hold).replace(
+        "spec:\n  restartPolicy",
+        &format!("spec:\n  nodeSelector: {{kubernetes.io/hostname: {all_node}}}\n  restartPolicy"),
+    );
+    apply(&cluster, "own-2.yaml", &pinned);
+    wait_until("own-2 runs", || {
+        str_at(&cluster.pod_json("own-2"), "/status/phase") == "Running"
+    });
+    assert_eq!(
+        str_at(&cluster.pod_json("own-2"), "/spec/nodeName"),
+        all_node
+    );
+    apply(
+        &cluster,
+        "shared-3.yaml",
+        &pod("shared-3", "example-resource-claim"),
+    );
+    wait_until("shared-3 is unschedulable", || {
+        pending_message(&cluster, "shared-3").is_some()
+    });
+    assert!(pending_message(&cluster, "shared-3")
+        .expect("a message")
+        .starts_with("0/2 nodes are available: 2 cannot allocate all claims."));
+
+    // The metadata readers and the tutorial's pod get a gpu.example.com GPU and see it.
+    for name in [
+        "metadata-pod.yaml",
+        "metadata-template-pod.yaml",
+        "tutorial.yaml",
+    ] {
+        apply_example(&cluster, name);
+    }
+    for (pod, heading) in [
+        ("gpu-metadata-reader", "=== DRA device metadata ==="),
+        (
+            "gpu-metadata-template-reader",
+            "=== DRA device metadata (from template) ===",
+        ),
+    ] {
+        wait_until(&format!("{pod} prints its device"), || {
+            let out = String::from_utf8_lossy(&cluster.berth(&["logs", pod]).stdout).to_string();
+            out.contains(heading) && out.contains("BERTH_DEVICE_MY_GPU_GPU=gpu.example.com/node-")
+        });
+    }
+    wait_until("the tutorial's pod0 runs", || {
+        let out = cluster.berth_ok(&["get", "pod", "-n", "dra-tutorial", "pod0", "-o", "json"]);
+        let pod: serde_json::Value = serde_json::from_str(&out).expect("pod JSON");
+        str_at(&pod, "/status/phase") == "Running"
+    });
+    wait_until("pod0 sees its device", || {
+        let out = cluster.berth(&["logs", "-n", "dra-tutorial", "pod0"]);
+        String::from_utf8_lossy(&out.stdout).contains("BERTH_DEVICE_GPU_SOME_GPU")
+    });
 }
