@@ -18,9 +18,9 @@ use berth_proto::names;
 use berth_proto::pb::agent_client::AgentClient;
 use berth_proto::{pb, wire};
 use berth_scheduler::perf::report::{peak_rss_bytes, Latency, Mode, Report, Throughput};
-use berth_scheduler::perf::runner::{check_profile, sample_until};
+use berth_scheduler::perf::runner::{check_profile, churn_note, sample_until};
 use berth_scheduler::perf::workloads::{
-    is_measured, priority_classes, PodTemplate, Workload, WorkloadName, MEASURED_NAMESPACE,
+    is_measured, priority_classes, Churn, Deletion, Workload, WorkloadName, MEASURED_NAMESPACE,
 };
 use berth_scheduler::perf::RunOptions;
 use tokio::process::{Child, Command};
@@ -56,11 +56,17 @@ pub struct BenchArgs {
     /// The workload, by kube's scheduler_perf name: SchedulingBasic, SchedulingPodAntiAffinity,
     /// SchedulingPodAffinity, SchedulingPreferredPodAffinity,
     /// SchedulingPreferredPodAntiAffinity, SchedulingNodeAffinity, TopologySpreading,
-    /// PreemptionBasic, Unschedulable, MixedChurn.
+    /// PreemptionBasic, Unschedulable, SchedulingWithMixedChurn (alias MixedChurn),
+    /// SchedulingDaemonset, PreemptionAsync, SchedulingWhileGated,
+    /// SchedulingWithExtendedResource, SchedulingWithResourceClaimTemplate,
+    /// SchedulingWithResourceClaim.
     pub workload: WorkloadName,
     /// Number of nodes (the initial pods scale with it).
     #[arg(long)]
     pub nodes: Option<usize>,
+    /// Number of initial pods (with several initial groups, each keeps its share).
+    #[arg(long)]
+    pub init_pods: Option<usize>,
     /// Number of measured pods.
     #[arg(long)]
     pub pods: Option<usize>,
@@ -107,6 +113,9 @@ pub async fn run(args: BenchArgs) -> Result<()> {
             bail!("--nodes: must be at least 1");
         }
         workload = workload.with_nodes(nodes);
+    }
+    if let Some(pods) = args.init_pods {
+        workload = workload.with_init_pods(pods);
     }
     if let Some(pods) = args.pods {
         workload = workload.with_measured_pods(pods);
@@ -392,58 +401,86 @@ async fn simulated_agent(
     }
 }
 
-/// Creates a node (through a simulated agent) and a never-fitting pod every interval,
-/// deleting the previous tick's pod and node; counts ticks in `ticks`. Runs until aborted.
+/// kube's churn op end to end: every interval creates the churn's pod (and node, through a
+/// simulated agent), or in recreate mode deletes what the previous tick created; counts
+/// ticks in `ticks`. Runs until aborted.
 async fn churn_e2e(
     mut api: crate::client::Api,
     channel: Channel,
-    workload: Workload,
-    interval: Duration,
+    churn: Churn,
     ticks: Arc<AtomicUsize>,
 ) -> Result<()> {
-    let mut previous: Option<(String, String, AbortOnDrop)> = None;
-    let mut timer = tokio::time::interval(interval);
+    let mut agent: Option<AbortOnDrop> = None;
+    let mut timer = tokio::time::interval(churn.interval);
+    timer.tick().await;
     loop {
         timer.tick().await;
         let tick = ticks.load(Ordering::Acquire);
-        let mut node = workload.node(workload.nodes + tick);
-        node.metadata.name = format!("churn-node-{tick:06}");
-        node.metadata
-            .labels
-            .insert(names::LABEL_HOSTNAME.into(), node.metadata.name.clone());
-        let node_name = node.metadata.name.clone();
-        let agent_channel = channel.clone();
-        let agent = AbortOnDrop(tokio::spawn(async move {
-            let _ = simulated_agent(
-                agent_channel,
-                node,
-                Arc::new(Semaphore::new(1)),
-                Arc::new(AtomicUsize::new(0)),
-            )
-            .await;
-        }));
-        let pod_name = format!("churn-pod-{tick:06}");
-        let pod = PodTemplate::HighPriorityLargeCpu.pod(MEASURED_NAMESPACE, &pod_name);
-        apply_all(&mut api, vec![Object::Pod(pod)], 1).await?;
-        if let Some((old_node, old_pod, old_agent)) = previous.replace((node_name, pod_name, agent))
-        {
-            drop(old_agent);
-            for (kind, namespace, name) in [
-                (pb::Kind::Pod, MEASURED_NAMESPACE, old_pod),
-                (pb::Kind::Node, "", old_node),
-            ] {
-                api.delete(pb::DeleteRequest {
-                    kind: kind as i32,
-                    namespace: namespace.into(),
-                    name,
-                    resource_version: String::new(),
-                })
-                .await
-                .context("deleting a churned object")?;
+        if churn.creates(tick) {
+            if churn.node {
+                let agent_channel = channel.clone();
+                let node = Churn::node_at(tick);
+                agent = Some(AbortOnDrop(tokio::spawn(async move {
+                    let _ = simulated_agent(
+                        agent_channel,
+                        node,
+                        Arc::new(Semaphore::new(1)),
+                        Arc::new(AtomicUsize::new(0)),
+                    )
+                    .await;
+                })));
+            }
+            apply_all(&mut api, vec![Object::Pod(churn.pod_at(tick))], 1).await?;
+        } else {
+            let made = tick - 1;
+            let mut doomed = vec![(pb::Kind::Pod, MEASURED_NAMESPACE, Churn::pod_name(made))];
+            if churn.node {
+                // The node's agent goes with its node.
+                drop(agent.take());
+                doomed.push((pb::Kind::Node, "", Churn::node_name(made)));
+            }
+            for (kind, namespace, name) in doomed {
+                delete_e2e(&mut api, kind, namespace, name).await?;
             }
         }
         ticks.fetch_add(1, Ordering::AcqRel);
     }
+}
+
+/// Deletes one object over gRPC.
+async fn delete_e2e(
+    api: &mut crate::client::Api,
+    kind: pb::Kind,
+    namespace: &str,
+    name: String,
+) -> Result<()> {
+    api.delete(pb::DeleteRequest {
+        kind: kind as i32,
+        namespace: namespace.into(),
+        name,
+        resource_version: String::new(),
+    })
+    .await
+    .context("deleting a churned or deleted object")?;
+    Ok(())
+}
+
+/// kube's deletePods op end to end: deletes the group's pods in creation order at the
+/// deletion's rate; counts them in `deleted`. Runs until done or aborted.
+async fn delete_pods_e2e(
+    mut api: crate::client::Api,
+    workload: Workload,
+    deletion: Deletion,
+    deleted: Arc<AtomicUsize>,
+) -> Result<()> {
+    let group = workload.init[deletion.group].0;
+    let mut timer = tokio::time::interval(Duration::from_secs(1) / deletion.per_second.max(1));
+    for i in 0..group.count {
+        timer.tick().await;
+        delete_e2e(&mut api, pb::Kind::Pod, group.namespace, group.pod_name(i)).await?;
+        deleted.fetch_add(1, Ordering::AcqRel);
+    }
+    Ok(())
 }
 
 /// A task aborted when this handle is dropped.
@@ -559,7 +596,8 @@ async fn drive_e2e(
     }
 
     // Nodes, through simulated agents.
-    let connections = workload.nodes.div_ceil(SESSIONS_PER_CONNECTION).max(1);
+    let total_nodes = workload.total_nodes();
+    let connections = total_nodes.div_ceil(SESSIONS_PER_CONNECTION).max(1);
     let mut channels = Vec::with_capacity(connections);
     for _ in 0..connections {
         channels.push(channel(server).await?);
@@ -567,9 +605,8 @@ async fn drive_e2e(
     let registering = Arc::new(Semaphore::new(REGISTER_CONCURRENCY));
     let agent_errors = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let connected = Arc::new(AtomicUsize::new(0));
-    for i in 0..workload.nodes {
+    for (i, node) in workload.all_nodes().enumerate() {
         let channel = channels[i % connections].clone();
-        let node = workload.node(i);
         let registering = registering.clone();
         let errors = agent_errors.clone();
         let connected = connected.clone();
@@ -587,7 +624,7 @@ async fn drive_e2e(
             bail!("an agent failed: {e}");
         }
         let n = connected.load(Ordering::Acquire);
-        Ok((n < workload.nodes).then(|| format!("{n} of {} sessions open", workload.nodes)))
+        Ok((n < total_nodes).then(|| format!("{n} of {total_nodes} sessions open")))
     })
     .await?;
 
@@ -604,12 +641,20 @@ async fn drive_e2e(
     // Measured phase.
     let start = Instant::now();
     let ticks = Arc::new(AtomicUsize::new(0));
+    let deleted = Arc::new(AtomicUsize::new(0));
+    let deletion = workload.deletion.map(|d| {
+        tokio::spawn(delete_pods_e2e(
+            api.clone(),
+            workload.clone(),
+            d,
+            deleted.clone(),
+        ))
+    });
     let churn = workload.churn.map(|c| {
         tokio::spawn(churn_e2e(
             api.clone(),
             channels[0].clone(),
-            workload.clone(),
-            c.interval,
+            c,
             ticks.clone(),
         ))
     });
@@ -636,9 +681,17 @@ async fn drive_e2e(
         } else {
             task.abort();
         }
+        notes.push(churn_note(workload, ticks.load(Ordering::Acquire)));
+    }
+    if let Some(task) = deletion {
+        if task.is_finished() {
+            task.await??;
+        } else {
+            task.abort();
+        }
         notes.push(format!(
-            "churn: {} node/pod pairs created and deleted",
-            ticks.load(Ordering::Acquire)
+            "{} initial pods deleted while measuring",
+            deleted.load(Ordering::Acquire)
         ));
     }
     creator.await??;
@@ -649,17 +702,11 @@ async fn drive_e2e(
             args.timeout
         );
     }
-    if workload.stream.is_some() {
-        notes.push(format!(
-            "{} never-fitting high-priority pods streamed with the measured pods",
-            workload.stream_pods()
-        ));
-    }
     Ok((
         Report {
             workload: workload.name.to_string(),
             mode: Mode::EndToEnd,
-            nodes: workload.nodes,
+            nodes: total_nodes,
             init_pods,
             measured_pods: target,
             duration_seconds: elapsed.as_secs_f64(),

@@ -165,6 +165,9 @@ fn child_args(args: &BenchArgs) -> Vec<String> {
     if let Some(nodes) = args.nodes {
         out.extend(["--nodes".to_string(), nodes.to_string()]);
     }
+    if let Some(pods) = args.init_pods {
+        out.extend(["--init-pods".to_string(), pods.to_string()]);
+    }
     if let Some(pods) = args.pods {
         out.extend(["--pods".to_string(), pods.to_string()]);
     }

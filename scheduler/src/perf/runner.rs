@@ -16,7 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::histogram::LatencyHistogram;
 use super::report::{peak_rss_bytes, Latency, Mode, Report, Throughput};
-use super::workloads::{is_measured, priority_classes, PodTemplate, Workload, MEASURED_NAMESPACE};
+use super::workloads::{
+    is_measured, priority_classes, Churn, Deletion, Workload, MEASURED_NAMESPACE,
+};
 use crate::profile::{Profile, Profiles};
 use crate::server::admission;
 use crate::server::events::EventRecorder;
@@ -93,6 +95,14 @@ pub enum PerfError {
         /// The limit.
         timeout: Duration,
     },
+    /// The workload cannot complete at the sizes asked for.
+    #[error("{workload}: {problem}")]
+    Size {
+        /// The workload.
+        workload: String,
+        /// Why.
+        problem: String,
+    },
     /// The workload needs a plugin the default profile lacks.
     #[error("{workload} needs the {plugin} plugin, which the default profile does not have; the workload measures nothing")]
     MissingPlugin {
@@ -106,10 +116,16 @@ pub enum PerfError {
     Task(#[from] tokio::task::JoinError),
 }
 
-/// Checks that the default profile can run the workload (PreemptionBasic needs a PostFilter).
+/// Checks that the workload can complete at its sizes and that the default profile can run
+/// it (the preemption workloads need a PostFilter).
 pub fn check_profile(workload: &Workload) -> Result<(), PerfError> {
-    let needs_preemption = workload.measured.template == PodTemplate::HighPriority;
-    if needs_preemption && Profile::default_profile().post_filter.is_none() {
+    if let Some(problem) = workload.size_problem() {
+        return Err(PerfError::Size {
+            workload: workload.name.to_string(),
+            problem,
+        });
+    }
+    if workload.needs_preemption() && Profile::default_profile().post_filter.is_none() {
         return Err(PerfError::MissingPlugin {
             workload: workload.name.to_string(),
             plugin: "DefaultPreemption",
@@ -276,45 +292,92 @@ pub fn latency_of(histogram: &LatencyHistogram) -> Latency {
     }
 }
 
-/// Creates a node and a never-fitting pod every interval, deleting the previous tick's.
+/// Deletes the objects with these keys in one transaction.
+async fn delete_all(store: &Arc<dyn ObjectStore>, keys: Vec<ObjectKey>) -> Result<(), PerfError> {
+    let store = store.clone();
+    let ops = keys
+        .into_iter()
+        .map(|key| Op::Delete {
+            key,
+            precondition: Precondition::None,
+        })
+        .collect();
+    tokio::task::spawn_blocking(move || store.commit(ops)).await??;
+    Ok(())
+}
+
+/// kube's churn op: every interval, creates the churn's pod (and node), or in recreate
+/// mode deletes what the previous tick created. Returns the ticks done.
 async fn churn(
     store: Arc<dyn ObjectStore>,
-    workload: Workload,
-    interval: Duration,
+    churn: Churn,
     stop: CancellationToken,
 ) -> Result<usize, PerfError> {
     let mut tick = 0usize;
-    let mut previous: Option<(String, String)> = None;
-    let mut timer = tokio::time::interval(interval);
+    let mut timer = tokio::time::interval(churn.interval);
+    timer.tick().await;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return Ok(tick),
             _ = timer.tick() => {}
         }
-        let mut node = workload.node(workload.nodes + tick);
-        node.metadata.name = format!("churn-node-{tick:06}");
-        let pod_name = format!("churn-pod-{tick:06}");
-        let pod = PodTemplate::HighPriorityLargeCpu.pod(MEASURED_NAMESPACE, &pod_name);
-        let node_name = node.metadata.name.clone();
-        create_all(&store, vec![Object::Node(node), Object::Pod(pod)], 2).await?;
-        if let Some((old_node, old_pod)) = previous.replace((node_name, pod_name)) {
-            let store = store.clone();
-            tokio::task::spawn_blocking(move || {
-                store.commit(vec![
-                    Op::Delete {
-                        key: ObjectKey::new(Kind::Pod, MEASURED_NAMESPACE, &old_pod),
-                        precondition: Precondition::None,
-                    },
-                    Op::Delete {
-                        key: ObjectKey::new(Kind::Node, "", &old_node),
-                        precondition: Precondition::None,
-                    },
-                ])
-            })
-            .await??;
+        if churn.creates(tick) {
+            let mut objects = Vec::with_capacity(2);
+            if churn.node {
+                objects.push(Object::Node(Churn::node_at(tick)));
+            }
+            objects.push(Object::Pod(churn.pod_at(tick)));
+            create_all(&store, objects, 2).await?;
+        } else {
+            let made = tick - 1;
+            let mut keys = vec![ObjectKey::new(
+                Kind::Pod,
+                MEASURED_NAMESPACE,
+                &Churn::pod_name(made),
+            )];
+            if churn.node {
+                keys.push(ObjectKey::new(Kind::Node, "", &Churn::node_name(made)));
+            }
+            delete_all(&store, keys).await?;
         }
         tick += 1;
     }
+}
+
+/// kube's deletePods op: deletes the group's pods in creation order at the deletion's rate
+/// until the group is gone or `stop` fires. Returns the pods deleted.
+async fn delete_pods(
+    store: Arc<dyn ObjectStore>,
+    workload: Workload,
+    deletion: Deletion,
+    stop: CancellationToken,
+) -> Result<usize, PerfError> {
+    let group = workload.init[deletion.group].0;
+    let mut timer = tokio::time::interval(Duration::from_secs(1) / deletion.per_second.max(1));
+    for i in 0..group.count {
+        tokio::select! {
+            _ = stop.cancelled() => return Ok(i),
+            _ = timer.tick() => {}
+        }
+        let key = ObjectKey::new(Kind::Pod, group.namespace, &group.pod_name(i));
+        delete_all(&store, vec![key]).await?;
+    }
+    Ok(group.count)
+}
+
+/// What a churn did, for a report's notes.
+pub fn churn_note(workload: &Workload, ticks: usize) -> String {
+    let Some(churn) = workload.churn else {
+        return String::new();
+    };
+    let what = if churn.node { "node/pod pairs" } else { "pods" };
+    let made = (0..ticks).filter(|&t| churn.creates(t)).count();
+    format!(
+        "churn: {made} {what} ({:?}) created, {} deleted, every {:?}",
+        churn.pod,
+        ticks - made,
+        churn.interval
+    )
 }
 
 /// Runs a workload in this process and reports its measured phase.
@@ -376,8 +439,7 @@ async fn drive(
             .collect::<Vec<_>>();
         create_all(store, classes, options.batch).await?;
     }
-    let nodes = (0..workload.nodes).map(|i| Object::Node(workload.node(i)));
-    create_all(store, nodes, options.batch).await?;
+    create_all(store, workload.all_nodes().map(Object::Node), options.batch).await?;
 
     let (init, waited) = workload.initial_objects();
     let init_pods = init.len();
@@ -394,14 +456,18 @@ async fn drive(
     // Measured phase: from the first measured pod's creation to the last one's bind.
     latency.reset();
     let start = Instant::now();
-    let churn_task = workload.churn.map(|c| {
-        tokio::spawn(churn(
+    let background = shutdown.child_token();
+    let deletion_task = workload.deletion.map(|d| {
+        tokio::spawn(delete_pods(
             store.clone(),
             workload.clone(),
-            c.interval,
-            shutdown.child_token(),
+            d,
+            background.clone(),
         ))
     });
+    let churn_task = workload
+        .churn
+        .map(|c| tokio::spawn(churn(store.clone(), c, background.clone())));
     let creator = {
         let store = store.clone();
         let batch = options.batch;
@@ -418,10 +484,14 @@ async fn drive(
     let mut notes = vec![
         "latency: scheduling attempts of the measured phase, in the loop (cycle, assume, hand-off to the writer)".to_string(),
     ];
+    background.cancel();
     if let Some(task) = churn_task {
-        shutdown.cancel();
         let ticks = task.await??;
-        notes.push(format!("churn: {ticks} node/pod pairs created and deleted"));
+        notes.push(churn_note(workload, ticks));
+    }
+    if let Some(task) = deletion_task {
+        let deleted = task.await??;
+        notes.push(format!("{deleted} initial pods deleted while measuring"));
     }
     let created_in = creator.await??;
     notes.push(format!(
@@ -437,16 +507,10 @@ async fn drive(
             timeout: options.timeout,
         });
     }
-    if workload.stream.is_some() {
-        notes.push(format!(
-            "{} never-fitting high-priority pods streamed with the measured pods",
-            workload.stream_pods()
-        ));
-    }
     Ok(Report {
         workload: workload.name.to_string(),
         mode: Mode::InProcess,
-        nodes: workload.nodes,
+        nodes: workload.total_nodes(),
         init_pods,
         measured_pods: target,
         duration_seconds: elapsed.as_secs_f64(),
@@ -463,19 +527,61 @@ mod tests {
     use crate::perf::workloads::WorkloadName;
 
     /// Every workload runs end to end at a tiny size (a smoke test of the harness, not a
-    /// measurement).
+    /// measurement): near kube's own `integration-test` variants, with what each report must
+    /// say.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn tiny_workloads_complete() {
+        struct Case {
+            name: WorkloadName,
+            nodes: usize,
+            init_pods: Option<usize>,
+            pods: usize,
+            want_nodes: usize,
+            want_note: Option<&'static str>,
+        }
+        let case = |name, nodes, init_pods, pods, want_nodes, want_note| Case {
+            name,
+            nodes,
+            init_pods,
+            pods,
+            want_nodes,
+            want_note,
+        };
+        use WorkloadName as W;
+        // 30 nodes leave room for one anti-affinity pod or one preemptor per node. Few
+        // preemptors: each waits out a back-off after preempting.
+        let mut cases = vec![
+            case(W::PreemptionBasic, 30, None, 2, 30, None),
+            case(W::Unschedulable, 30, None, 20, 30, Some("churn: ")),
+            case(
+                W::SchedulingWithMixedChurn,
+                10,
+                None,
+                100,
+                10,
+                Some("churn: "),
+            ),
+            case(W::SchedulingDaemonset, 5, None, 10, 6, None),
+            case(W::PreemptionAsync, 5, None, 5, 5, Some("churn: ")),
+            case(W::SchedulingWhileGated, 0, Some(30), 10, 1, Some("deleted")),
+            case(W::SchedulingWithExtendedResource, 11, None, 10, 11, None),
+        ];
         for name in WorkloadName::ALL {
-            // 30 nodes leave room for one anti-affinity pod or one preemptor per node. Few
-            // preemptors: each waits out a back-off after preempting.
-            let pods = if name == WorkloadName::PreemptionBasic {
-                2
-            } else {
-                20
-            };
-            let workload = Workload::new(name).with_nodes(30).with_measured_pods(pods);
-            if check_profile(&workload).is_err() {
+            if !cases.iter().any(|c| c.name == name) {
+                cases.push(case(name, 30, None, 20, 30, None));
+            }
+        }
+        for case in cases {
+            let name = case.name;
+            let mut workload = Workload::new(name).with_nodes(case.nodes);
+            if let Some(init) = case.init_pods {
+                workload = workload.with_init_pods(init);
+            }
+            let workload = workload.with_measured_pods(case.pods);
+            if matches!(
+                check_profile(&workload),
+                Err(PerfError::MissingPlugin { .. })
+            ) {
                 continue;
             }
             let dir = tempfile::tempdir().expect("temporary folder");
@@ -484,14 +590,31 @@ mod tests {
             let report = run_in_process(&workload, &options)
                 .await
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(report.measured_pods, pods, "{name}");
-            assert_eq!(report.nodes, 30, "{name}");
+            assert_eq!(report.measured_pods, case.pods, "{name}");
+            assert_eq!(report.nodes, case.want_nodes, "{name}");
             assert!(report.throughput.average > 0.0, "{name}");
             assert!(
-                report.latency_ms.attempts >= pods as u64,
+                report.latency_ms.attempts >= case.pods as u64,
                 "{name}: {report:?}"
             );
             assert!(report.peak_rss_bytes > 0, "{name}");
+            if let Some(note) = case.want_note {
+                assert!(
+                    report.notes.iter().any(|n| n.contains(note)),
+                    "{name}: no note with {note:?} in {:?}",
+                    report.notes
+                );
+            }
         }
+    }
+
+    /// A workload that cannot complete at the sizes asked for is refused before it starts.
+    #[test]
+    fn impossible_sizes_are_refused() {
+        let workload = Workload::new(WorkloadName::SchedulingWithExtendedResource)
+            .with_nodes(3)
+            .with_measured_pods(4);
+        let err = check_profile(&workload).expect_err("4 pods need 4 nodes");
+        assert!(err.to_string().contains("foo.com/bar-3"), "{err}");
     }
 }

@@ -248,9 +248,12 @@ impl NodeInfo {
         self.generation += 1;
     }
 
-    /// Removes the pod with this uid; returns it if it was there.
+    /// Removes the pod with this uid; returns it if it was there. The search starts from
+    /// the most recently added pods: the pod removed is most often one just assumed, whose
+    /// bind echo replaces it (on a node with tens of thousands of pods, a search from the
+    /// front made every bind cost a scan of the node).
     pub fn remove_pod(&mut self, uid: &str) -> Option<Arc<PodInfo>> {
-        let i = self.pods.iter().position(|p| p.uid() == uid)?;
+        let i = self.pods.iter().rposition(|p| p.uid() == uid)?;
         let pod = self.pods.swap_remove(i);
         self.pods_with_affinity.retain(|p| p.uid() != uid);
         self.pods_with_required_anti_affinity
