@@ -68,6 +68,7 @@ impl EventRecorder {
             before: Vec::new(),
             op: Op::Upsert(Object::Event(event)),
             on_failure: None,
+            refresh_before: None,
         });
     }
 }

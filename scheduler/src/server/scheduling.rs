@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use berth_proto::conditions::set_condition;
 use berth_proto::model::{
-    Kind, Object, Pod, PodCondition, PodDisruptionBudget, PodPhase, ResourceClaim, Time,
+    Kind, Object, ObjectKey, Pod, PodCondition, PodDisruptionBudget, PodPhase, ResourceClaim, Time,
 };
 use berth_proto::names;
 use berth_store::{ObjectStore, Op, Precondition};
@@ -31,12 +31,12 @@ use tracing::{debug, info, warn};
 use super::binding::{assign, scheduled_message, REASON_SCHEDULED};
 use super::events::{pod_ref, EventRecorder, NORMAL, WARNING};
 use super::informer::{self, Event, Informer};
-use super::writer::{FailureNotice, Write, Writer};
+use super::writer::{FailureNotice, RefreshBefore, Write, Writer};
 use crate::attempt::{Attempt, Cluster, Failure, NominationChange, Scheduler};
 use crate::controllers::disruption::disruption_budget;
 use crate::cycle::{Algorithm, Explanation, ScheduleOptions, ScheduleResult};
 use crate::dra::convert;
-use crate::dra::state::ClaimUpdate;
+use crate::dra::state::{ClaimUpdate, Consumer};
 use crate::framework::{DisruptionBudget, PodInfo};
 use crate::perf::histogram::LatencyHistogram;
 use crate::profile::Profiles;
@@ -545,6 +545,29 @@ impl SchedulingLoop {
     }
 }
 
+/// A binding's claim updates rebuilt on the claims as stored now, for a retry after a
+/// conflict: the claims the scheduler saw may lag its own writes for other pods of the same
+/// claim (a shared claim's later pods only add themselves to `status.reservedFor`).
+fn refresh_claims(updates: Vec<ClaimUpdate>, pod: Consumer) -> RefreshBefore {
+    Box::new(move |store: &dyn ObjectStore| {
+        let mut ops = Vec::with_capacity(updates.len());
+        for update in &updates {
+            let key = ObjectKey::new(Kind::ResourceClaim, &update.namespace, &update.name);
+            let fresh = match store.get(&key) {
+                Ok(Some(Object::ResourceClaim(c))) => c,
+                Ok(_) => return Err(format!("claim {} is gone", update.claim.key())),
+                Err(e) => return Err(e.to_string()),
+            };
+            let written = convert::reapply_update(&fresh, update, &pod)?;
+            ops.push(Op::Update {
+                precondition: Precondition::ResourceVersion(fresh.metadata.resource_version),
+                object: Object::ResourceClaim(written),
+            });
+        }
+        Ok(ops)
+    })
+}
+
 /// The live cluster as the attempt writes to it: the writer, the event recorder, and what
 /// the loop knows of each pod.
 struct Live {
@@ -606,6 +629,14 @@ impl Cluster for Live {
                 pod_uid: uid.to_string(),
                 error: String::new(),
             }),
+            refresh_before: (!claims.is_empty()).then(|| {
+                let consumer = Consumer {
+                    resource: "pods".into(),
+                    name: pod.metadata.name.clone(),
+                    uid: uid.to_string(),
+                };
+                refresh_claims(claims.to_vec(), consumer)
+            }),
         });
         debug!(node = %node, "scheduled");
         self.events.record(
@@ -656,6 +687,7 @@ impl Cluster for Live {
                     precondition: Precondition::None,
                 },
                 on_failure: None,
+                refresh_before: None,
             });
         }
         info!(node = %node, victims = ?names, "preempting");
@@ -728,6 +760,7 @@ impl Cluster for Live {
                 precondition,
             },
             on_failure: None,
+            refresh_before: None,
         });
     }
 }
@@ -760,6 +793,7 @@ impl Live {
                 precondition: Precondition::ResourceVersion(pod.metadata.resource_version.clone()),
             },
             on_failure: None,
+            refresh_before: None,
         });
     }
 }

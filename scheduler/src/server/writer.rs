@@ -21,7 +21,17 @@ pub struct Write {
     pub op: Op,
     /// What to tell the scheduling loop if this write fails (binds only).
     pub on_failure: Option<FailureNotice>,
+    /// When `before` conflicts: builds it again from fresh reads (a binding's claims, as
+    /// kube's PreBind retries on conflict), or says why it may not be retried.
+    pub refresh_before: Option<RefreshBefore>,
 }
+
+/// Rebuilds a write's `before` ops from the store's current objects.
+pub type RefreshBefore = Box<dyn Fn(&dyn ObjectStore) -> Result<Vec<Op>, String> + Send>;
+
+/// Times a write whose `before` conflicts is rebuilt and tried again (kube's
+/// `retry.DefaultRetry` has 5 steps).
+const REFRESH_ATTEMPTS: usize = 5;
 
 impl Write {
     /// Its operations in commit order.
@@ -110,8 +120,24 @@ fn commit(store: &dyn ObjectStore, writes: Vec<Write>) -> Vec<FailureNotice> {
         return Vec::new();
     }
     let mut failed = Vec::new();
-    for write in writes {
-        if let Err(e) = store.commit(write.ops()) {
+    for mut write in writes {
+        let mut result = store.commit(write.ops());
+        if let Some(refresh) = &write.refresh_before {
+            for _ in 0..REFRESH_ATTEMPTS {
+                if !matches!(result, Err(berth_store::Error::Conflict { .. })) {
+                    break;
+                }
+                match refresh(store) {
+                    Ok(before) => write.before = before,
+                    Err(reason) => {
+                        debug!(%reason, "write not retried");
+                        break;
+                    }
+                }
+                result = store.commit(write.ops());
+            }
+        }
+        if let Err(e) = result {
             debug!(error = %e, "write failed");
             match write.on_failure {
                 Some(mut notice) => {
@@ -130,4 +156,87 @@ fn commit(store: &dyn ObjectStore, writes: Vec<Write>) -> Vec<FailureNotice> {
         }
     }
     failed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_proto::model::{Kind, Namespace, Object, ObjectKey};
+    use berth_store::{Precondition, SledStore};
+
+    /// Namespace `shared` labelled `v: data`, at `rv`.
+    fn namespace(data: &str, rv: &str) -> Object {
+        let mut ns = Namespace::default();
+        ns.metadata.name = "shared".into();
+        ns.metadata.resource_version = rv.into();
+        ns.metadata.labels.insert("v".into(), data.into());
+        Object::Namespace(ns)
+    }
+
+    fn stored(store: &dyn ObjectStore) -> Object {
+        store
+            .get(&ObjectKey::new(Kind::Namespace, "", "shared"))
+            .expect("get")
+            .expect("stored")
+    }
+
+    /// A write whose `before` updates the shared object at `rv`, then `op`; rebuilt on the
+    /// object as stored now when `refresh` (appending `mark`).
+    fn write(rv: &str, mark: &str, refresh: bool) -> Write {
+        let update = |object: Object| Op::Update {
+            precondition: Precondition::ResourceVersion(object.meta().resource_version.clone()),
+            object,
+        };
+        let mark = mark.to_string();
+        let first = namespace(&mark, rv);
+        Write {
+            before: vec![update(first)],
+            op: Op::Upsert(namespace_named(&mark)),
+            on_failure: Some(FailureNotice {
+                pod_uid: mark.clone(),
+                error: String::new(),
+            }),
+            refresh_before: refresh.then(|| {
+                Box::new(move |store: &dyn ObjectStore| {
+                    let Object::Namespace(mut ns) = stored(store) else {
+                        return Err("not a Namespace".to_string());
+                    };
+                    let v = ns.metadata.labels.get("v").cloned().unwrap_or_default();
+                    ns.metadata.labels.insert("v".into(), format!("{v}{mark}"));
+                    Ok(vec![update(Object::Namespace(ns))])
+                }) as RefreshBefore
+            }),
+        }
+    }
+
+    /// Namespace `name`, the write's own op.
+    fn namespace_named(name: &str) -> Object {
+        let mut ns = Namespace::default();
+        ns.metadata.name = format!("own-{name}");
+        Object::Namespace(ns)
+    }
+
+    /// Two writes of one batch update the same object from the same stale version (the
+    /// second pod of a shared claim): the second conflicts; with a refresh it is rebuilt
+    /// on the first's result and commits, without it it fails and is reported.
+    #[test]
+    fn a_conflicting_write_with_a_refresh_is_rebuilt_and_committed() {
+        for (refresh, want_failed, want_data) in [(true, vec![], "ab"), (false, vec!["b"], "a")] {
+            let store = SledStore::temporary().expect("store");
+            store
+                .commit(vec![Op::Create(namespace("", ""))])
+                .expect("create");
+            let rv = stored(&store).meta().resource_version.clone();
+            let failed = commit(
+                &store,
+                vec![write(&rv, "a", refresh), write(&rv, "b", refresh)],
+            );
+            let failed: Vec<String> = failed.into_iter().map(|n| n.pod_uid).collect();
+            assert_eq!(failed, want_failed, "refresh {refresh}");
+            let Object::Namespace(ns) = stored(&store) else {
+                panic!("a Namespace");
+            };
+            assert_eq!(ns.metadata.labels["v"], want_data, "refresh {refresh}");
+        }
+    }
 }

@@ -249,6 +249,45 @@ pub fn apply_update(stored: &ResourceClaim, update: &ClaimUpdate, now: Time) -> 
     claim
 }
 
+/// The scheduler's decision for a claim applied again, on `fresh`, the claim as re-read
+/// after the first write conflicted (kube's PreBind re-reads and retries an update of
+/// `status.reservedFor`): `pod` added to its consumers, and nothing else changed (a
+/// consumer that left meanwhile stays gone). Only when the decision allocated nothing (an
+/// allocation made on a stale claim is not retried, as in kube), and only while `fresh` is
+/// the same claim, not being deleted, allocated as the scheduler assumed and with room for
+/// another consumer.
+pub fn reapply_update(
+    fresh: &ResourceClaim,
+    update: &ClaimUpdate,
+    pod: &Consumer,
+) -> Result<ResourceClaim, String> {
+    let key = update.claim.key();
+    if update.allocation.is_some() {
+        return Err(format!("claim {key} was allocated on a stale version"));
+    }
+    if fresh.metadata.uid != update.claim.uid {
+        return Err(format!("claim {key} was replaced"));
+    }
+    if fresh.metadata.deletion_timestamp.is_some() {
+        return Err(format!("claim {key} is being deleted"));
+    }
+    let info = claim(fresh);
+    if info.allocation != update.claim.allocation {
+        return Err(format!("claim {key} is no longer allocated as assumed"));
+    }
+    let mut claim = fresh.clone();
+    if !info.is_reserved_for(&pod.uid) {
+        if info.reserved_for.len() >= super::state::RESERVED_FOR_MAX_SIZE {
+            return Err(format!("claim {key} is reserved for too many consumers"));
+        }
+        claim
+            .status
+            .reserved_for
+            .push(ResourceClaimConsumerReference::pod(&pod.name, &pod.uid));
+    }
+    Ok(claim)
+}
+
 /// `namespace/name` → the devices of each allocated claim, for messages and output.
 pub fn devices_of(claim: &ResourceClaim) -> BTreeMap<String, Vec<String>> {
     let mut by_request: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -264,4 +303,146 @@ pub fn devices_of(claim: &ResourceClaim) -> BTreeMap<String, Vec<String>> {
             .push(format!("{}/{}/{}", r.driver, r.pool, r.device));
     }
     by_request
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_model::testing::ResourceClaimBuilder;
+
+    const UID: &str = "claim-uid";
+
+    /// Claim `shared` allocated gpu-0 of n1, reserved for `consumers` (name, uid).
+    fn shared(consumers: &[(&str, &str)]) -> ResourceClaim {
+        let mut b = ResourceClaimBuilder::new("shared")
+            .request("gpu", "gpu")
+            .allocated("n1", &[("gpu", "gpu.berth.dev", "n1", "gpu-0")]);
+        for (name, uid) in consumers {
+            b = b.reserved_for(name, uid);
+        }
+        let mut c = b.build();
+        c.metadata.uid = UID.into();
+        c
+    }
+
+    fn pod(name: &str) -> Consumer {
+        Consumer {
+            resource: "pods".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+        }
+    }
+
+    /// What the scheduler decided for p2: the claim as it saw it (allocated, reserved for
+    /// p1), with p2 added; `allocated_now` when it allocated the claim itself.
+    fn update(allocated_now: bool) -> ClaimUpdate {
+        let mut info = claim(&shared(&[("p1", "uid-p1")]));
+        info.reserved_for.push(pod("p2"));
+        ClaimUpdate {
+            namespace: info.namespace.clone(),
+            name: info.name.clone(),
+            pod_claim_name: "gpu".into(),
+            allocation: allocated_now.then(|| info.allocation.clone()).flatten(),
+            claim: Arc::new(info),
+        }
+    }
+
+    fn consumers(c: &ResourceClaim) -> Vec<String> {
+        c.status
+            .reserved_for
+            .iter()
+            .map(|r| r.name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_reservation_is_applied_again_on_the_claim_as_stored_now() {
+        let replaced = {
+            let mut c = shared(&[("p1", "uid-p1")]);
+            c.metadata.uid = "other".into();
+            c
+        };
+        let deleting = {
+            let mut c = shared(&[("p1", "uid-p1")]);
+            c.metadata.deletion_timestamp = Some(Time::now());
+            c
+        };
+        let deallocated = {
+            let mut c = shared(&[]);
+            c.status.allocation = None;
+            c
+        };
+        let full = {
+            let names: Vec<(String, String)> = (0..super::super::state::RESERVED_FOR_MAX_SIZE)
+                .map(|i| (format!("q{i}"), format!("uid-q{i}")))
+                .collect();
+            let refs: Vec<(&str, &str)> = names
+                .iter()
+                .map(|(n, u)| (n.as_str(), u.as_str()))
+                .collect();
+            shared(&refs)
+        };
+        // (case, claim as stored now, allocated now, want: consumers or the error's start)
+        let cases: Vec<(&str, ResourceClaim, bool, Result<Vec<&str>, &str>)> = vec![
+            (
+                "another pod reserved it meanwhile",
+                shared(&[("p1", "uid-p1"), ("p3", "uid-p3")]),
+                false,
+                Ok(vec!["p1", "p3", "p2"]),
+            ),
+            (
+                "p1 ended meanwhile: it stays gone",
+                shared(&[]),
+                false,
+                Ok(vec!["p2"]),
+            ),
+            (
+                "already reserved for the pod",
+                shared(&[("p2", "uid-p2")]),
+                false,
+                Ok(vec!["p2"]),
+            ),
+            (
+                "allocated on a stale claim",
+                shared(&[("p1", "uid-p1")]),
+                true,
+                Err("claim default/shared was allocated on a stale version"),
+            ),
+            (
+                "replaced",
+                replaced,
+                false,
+                Err("claim default/shared was replaced"),
+            ),
+            (
+                "being deleted",
+                deleting,
+                false,
+                Err("claim default/shared is being deleted"),
+            ),
+            (
+                "deallocated",
+                deallocated,
+                false,
+                Err("claim default/shared is no longer allocated as assumed"),
+            ),
+            (
+                "full",
+                full,
+                false,
+                Err("claim default/shared is reserved for too many consumers"),
+            ),
+        ];
+        for (name, fresh, allocated_now, want) in cases {
+            let got = reapply_update(&fresh, &update(allocated_now), &pod("p2"));
+            match (got, want) {
+                (Ok(claim), Ok(want)) => {
+                    assert_eq!(consumers(&claim), want, "{name}");
+                    assert_eq!(claim.status.allocation, fresh.status.allocation, "{name}");
+                }
+                (Err(got), Err(want)) => assert_eq!(got, want, "{name}"),
+                (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
 }
