@@ -820,7 +820,7 @@ async fn finish(shared: &Shared, plan: Plan, revision: i64) -> Result<Vec<Change
             object.meta_mut().resource_version = rv.to_string();
             Change {
                 change_type,
-                object,
+                object: Arc::new(object),
                 revision: rv,
             }
         })
@@ -958,13 +958,13 @@ fn resync(shared: &Shared, compact_revision: i64) {
 fn resync_filler() -> Change {
     Change {
         change_type: ChangeType::Deleted,
-        object: Object::Namespace(berth_proto::model::Namespace {
+        object: Arc::new(Object::Namespace(berth_proto::model::Namespace {
             metadata: berth_proto::model::ObjectMeta {
                 name: "berth:watch-resync".into(),
                 ..Default::default()
             },
             ..Default::default()
-        }),
+        })),
         revision: 0,
     }
 }
@@ -995,7 +995,7 @@ fn event_change(
     match decoded {
         Ok((change_type, object)) => Some(Change {
             change_type,
-            object,
+            object: Arc::new(object),
             revision,
         }),
         Err(e) => {

@@ -66,11 +66,19 @@ pub struct Change {
     pub change_type: ChangeType,
     /// The object's new state, exactly as [`ObjectStore::get`] now returns it. For
     /// [`ChangeType::Deleted`], the last stored state with `metadata.resourceVersion` set to
-    /// the deletion's revision.
-    pub object: Object,
+    /// the deletion's revision. Shared: the commit's caller, every subscriber and their
+    /// caches hold the same copy.
+    pub object: Arc<Object>,
     /// The revision assigned to this write; equal to the object's resourceVersion. The
     /// changes of one commit may share one revision (etcd) or take consecutive ones (sled).
     pub revision: u64,
+}
+
+impl Change {
+    /// The object, owned: taken out of the change when no one else shares it, else copied.
+    pub fn into_object(self) -> Object {
+        Arc::unwrap_or_clone(self.object)
+    }
 }
 
 /// A durable store of typed objects with a global, increasing revision.

@@ -287,7 +287,7 @@ fn apply(view: &[TransactionalTree], op: &Op, revision: u64) -> TxResult<Change>
 fn change(change_type: ChangeType, object: Object, revision: u64) -> Change {
     Change {
         change_type,
-        object,
+        object: Arc::new(object),
         revision,
     }
 }

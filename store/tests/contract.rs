@@ -86,7 +86,7 @@ fn create_get_update_delete(store: &dyn ObjectStore) {
     let got = store.get(&pod_key("default", "web")).expect("get");
     assert_eq!(
         got.as_ref(),
-        Some(&created.object),
+        Some(&*created.object),
         "get returns what commit returned"
     );
 
@@ -108,7 +108,7 @@ fn create_get_update_delete(store: &dyn ObjectStore) {
     assert_eq!(updated.object.meta().creation_timestamp, created_at);
     assert_eq!(node_name(&updated.object), "n1");
     let got = store.get(&pod_key("default", "web")).expect("get");
-    assert_eq!(got.as_ref(), Some(&updated.object));
+    assert_eq!(got.as_ref(), Some(&*updated.object));
 
     let deleted = commit_one(
         store,
@@ -167,7 +167,7 @@ fn cluster_scoped_objects_drop_their_namespace(store: &dyn ObjectStore) {
         .get(&ObjectKey::new(Kind::Node, "", "n1"))
         .expect("get")
         .expect("stored");
-    assert_eq!(got, created.object);
+    assert_eq!(got, *created.object);
     // A stray namespace in a key of a cluster-scoped kind is ignored, as on write.
     let stray = ObjectKey {
         kind: Kind::Node,
@@ -309,7 +309,12 @@ fn preconditions(store: &dyn ObjectStore) {
                 );
                 assert!(err.to_string().contains(want), "{}: {err}", case.name);
                 let got = store.get(&pod_key("default", "web")).expect("get");
-                assert_eq!(got, Some(original), "{}: nothing written", case.name);
+                assert_eq!(
+                    got,
+                    Some((*original).clone()),
+                    "{}: nothing written",
+                    case.name
+                );
                 assert_eq!(
                     store.revision(),
                     revision,

@@ -244,7 +244,7 @@ fn documentation_manifests_parse_and_round_trip() {
             .get(&object.key())
             .expect("get")
             .unwrap_or_else(|| panic!("{}: stored object is found", case.name));
-        assert_eq!(got, stored, "{}: read back as committed", case.name);
+        assert_eq!(got, *stored, "{}: read back as committed", case.name);
         // Only the server-assigned identity differs from what was written.
         let mut want = object.clone();
         let meta = want.meta_mut();

@@ -95,7 +95,7 @@ fn data_survives_reopen() {
     for change in written {
         let key = change.object.key();
         let got = store.get(&key).expect("get");
-        assert_eq!(got, Some(change.object), "{key} survives reopen");
+        assert_eq!(got, Some((*change.object).clone()), "{key} survives reopen");
     }
 }
 

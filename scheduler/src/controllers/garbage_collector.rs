@@ -159,7 +159,7 @@ mod tests {
         let mut cache = Cache::default();
         cache.apply(&Change {
             change_type: ChangeType::Added,
-            object: rs("web", "u1"),
+            object: rs("web", "u1").into(),
             revision: 1,
         });
         for (name, owners, want) in cases {

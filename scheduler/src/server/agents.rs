@@ -22,7 +22,7 @@ use berth_proto::model::{
 use berth_proto::names;
 use berth_proto::pb;
 use berth_proto::wire::{from_json, node_from_pb, node_to_pb, object_of_kind, pod_to_pb};
-use berth_store::{ObjectStore, Op, Precondition};
+use berth_store::{Change, ObjectStore, Op, Precondition};
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
@@ -325,7 +325,7 @@ impl AgentService {
                 Some(_) => unreachable!("the node tree holds nodes"),
             };
             match self.store.commit(vec![op]) {
-                Ok(changes) => match changes.into_iter().next().map(|c| c.object) {
+                Ok(changes) => match changes.into_iter().next().map(Change::into_object) {
                     Some(Object::Node(node)) => return Ok(node),
                     _ => unreachable!("a node commit yields a node"),
                 },

@@ -11,7 +11,7 @@
 use berth_proto::conditions::set_condition;
 use berth_proto::model::{Kind, Object, ObjectKey, Pod, PodCondition, Time};
 use berth_proto::names;
-use berth_store::{ObjectStore, Op, Precondition};
+use berth_store::{Change, ObjectStore, Op, Precondition};
 
 use super::error::{Error, Result};
 use super::events::{new_event, pod_ref, NORMAL};
@@ -126,7 +126,7 @@ pub fn bind(store: &dyn ObjectStore, binding: &Binding<'_>) -> Result<Pod> {
         },
         Op::Create(Object::Event(event)),
     ])?;
-    match changes.into_iter().next().map(|c| c.object) {
+    match changes.into_iter().next().map(Change::into_object) {
         Some(Object::Pod(pod)) => Ok(pod),
         other => unreachable!("a commit returns each op's object in order, got {other:?}"),
     }

@@ -258,10 +258,10 @@ impl Reflector {
             // The change carries the last stored state, stamped with the deletion's revision.
             self.remove(&key)?;
             return Some(Event::Delete {
-                object: Arc::new(change.object.clone()),
+                object: change.object.clone(),
             });
         }
-        let object = Arc::new(change.object.clone());
+        let object = change.object.clone();
         let previous = self.insert(key, change.revision, object.clone());
         Some(Event::Apply { object, previous })
     }
@@ -914,7 +914,7 @@ mod tests {
                 object.meta_mut().resource_version = revision.to_string();
                 let change = Change {
                     change_type,
-                    object,
+                    object: object.into(),
                     revision,
                 };
                 events += usize::from(cache.apply(&change).is_some());
@@ -937,14 +937,14 @@ mod tests {
         object.meta_mut().resource_version = "1".into();
         cache.apply(&Change {
             change_type: ChangeType::Added,
-            object: object.clone(),
+            object: object.clone().into(),
             revision: 1,
         });
         object.meta_mut().owner_references[0].uid = "u2".into();
         object.meta_mut().resource_version = "2".into();
         cache.apply(&Change {
             change_type: ChangeType::Modified,
-            object,
+            object: object.into(),
             revision: 2,
         });
         assert!(

@@ -763,7 +763,7 @@ mod tests {
         let mut saw_mark = false;
         let mut saw_delete = false;
         while let Ok(change) = watch.try_recv() {
-            if let Object::Pod(p) = &change.object {
+            if let Object::Pod(p) = &*change.object {
                 let marked = p.status.conditions.iter().any(|c| {
                     c.type_ == "DisruptionTarget"
                         && c.status == "True"

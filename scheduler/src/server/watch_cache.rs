@@ -252,7 +252,9 @@ mod tests {
         );
         Arc::new(Change {
             change_type: ChangeType::Added,
-            object: Object::from_json(Kind::Pod, json.as_bytes()).expect("a pod"),
+            object: Object::from_json(Kind::Pod, json.as_bytes())
+                .expect("a pod")
+                .into(),
             revision,
         })
     }
