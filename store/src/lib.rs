@@ -49,4 +49,4 @@ pub use etcd_store::{
     EtcdConfig, EtcdElector, EtcdStore, KEY_PREFIX, LEADER_KEY, MAX_REQUEST_BYTES, MAX_TXN_OPS,
 };
 pub use object_store::{Change, ChangeType, ObjectStore, Op, Precondition};
-pub use sled_store::{SledStore, CHANNEL_CAPACITY};
+pub use sled_store::{SledStore, CACHE_CAPACITY, CHANNEL_CAPACITY};

@@ -23,6 +23,11 @@ use crate::{Change, ChangeType, Error, ObjectStore, Op, Result};
 /// How many changes a subscriber may fall behind before it sees `Lagged`.
 pub const CHANNEL_CAPACITY: usize = 65536;
 
+/// Bytes of sled's page cache (sled's own default is 1 GiB, which a store of 50,000 pods
+/// fills: the cache then outweighs everything else in the process). Pages past it are read
+/// from the file again, which the operating system's page cache usually holds.
+pub const CACHE_CAPACITY: u64 = 64 * 1024 * 1024;
+
 /// Name of the tree holding store-wide values.
 const META_TREE: &str = "meta";
 
@@ -57,6 +62,7 @@ impl SledStore {
     pub fn open(dir: &Path) -> Result<Self> {
         let db = sled::Config::new()
             .path(dir)
+            .cache_capacity(CACHE_CAPACITY)
             .open()
             .map_err(|source| Error::Open {
                 path: dir.to_path_buf(),
@@ -70,6 +76,7 @@ impl SledStore {
     pub fn temporary() -> Result<Self> {
         let db = sled::Config::new()
             .temporary(true)
+            .cache_capacity(CACHE_CAPACITY)
             .open()
             .map_err(Error::Sled)?;
         Self::from_db(db, None)

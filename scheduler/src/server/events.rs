@@ -1,7 +1,7 @@
 //! Recording Events (Scheduled, FailedScheduling, ...): repeats of the same event on the
 //! same object update one Event's count and last timestamp, as Kubernetes' recorder does.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use berth_proto::model::{Event, Object, ObjectMeta, ObjectReference, Time};
@@ -14,9 +14,13 @@ pub const NORMAL: &str = "Normal";
 /// `Warning` event type.
 pub const WARNING: &str = "Warning";
 
-/// Most distinct events remembered for de-duplication; past it the memory starts afresh
-/// (a repeat then creates a new Event instead of counting up the old one).
-const MAX_REMEMBERED: usize = 100_000;
+/// Most distinct events remembered for de-duplication, as kube's event correlator
+/// (`maxLruCacheEntries`): past it the least recently seen one is forgotten, and its next
+/// repeat creates a new Event instead of counting up the old one.
+const MAX_REMEMBERED: usize = 4096;
+
+/// What makes two events repeats of each other: the object's uid, the reason, the message.
+type DedupeKey = (String, String, String);
 
 /// Writes events through the [`Writer`], de-duplicating repeats.
 #[derive(Clone)]
@@ -25,7 +29,7 @@ pub struct EventRecorder {
     component: &'static str,
     /// `reportingInstance` of its events (empty: none).
     instance: String,
-    seen: Arc<Mutex<HashMap<(String, String, String), Event>>>,
+    seen: Arc<Mutex<Remembered>>,
 }
 
 impl EventRecorder {
@@ -35,7 +39,7 @@ impl EventRecorder {
             writer,
             component,
             instance: String::new(),
-            seen: Arc::default(),
+            seen: Arc::new(Mutex::new(Remembered::new(MAX_REMEMBERED))),
         }
     }
 
@@ -52,10 +56,7 @@ impl EventRecorder {
         let dedupe_key = (object.uid.clone(), reason.to_string(), message.clone());
         let event = {
             let mut seen = self.seen.lock().expect("event map lock poisoned");
-            if seen.len() >= MAX_REMEMBERED {
-                seen.clear();
-            }
-            let event = seen.entry(dedupe_key).or_insert_with(|| {
+            let event = seen.entry(dedupe_key, || {
                 let mut event = new_event(object, type_, reason, message, self.component, now);
                 event.reporting_instance = self.instance.clone();
                 event
@@ -70,6 +71,46 @@ impl EventRecorder {
             on_failure: None,
             refresh_before: None,
         });
+    }
+}
+
+/// The events remembered for de-duplication: at most `capacity`, the least recently seen
+/// forgotten first (an LRU cache).
+struct Remembered {
+    capacity: usize,
+    /// Each event with the tick it was last seen at.
+    events: HashMap<DedupeKey, (u64, Event)>,
+    /// Ticks in the order seen, each naming the key seen then.
+    order: BTreeMap<u64, DedupeKey>,
+    tick: u64,
+}
+
+impl Remembered {
+    fn new(capacity: usize) -> Self {
+        Remembered {
+            capacity: capacity.max(1),
+            events: HashMap::new(),
+            order: BTreeMap::new(),
+            tick: 0,
+        }
+    }
+
+    /// The event remembered under `key`, now the most recently seen; made by `new` (and the
+    /// least recently seen one forgotten, when full) if there is none.
+    fn entry(&mut self, key: DedupeKey, new: impl FnOnce() -> Event) -> &mut Event {
+        self.tick += 1;
+        let tick = self.tick;
+        if let Some((seen, _)) = self.events.get(&key) {
+            self.order.remove(seen);
+        } else if self.events.len() >= self.capacity {
+            if let Some((_, oldest)) = self.order.pop_first() {
+                self.events.remove(&oldest);
+            }
+        }
+        self.order.insert(tick, key.clone());
+        let slot = self.events.entry(key).or_insert_with(|| (tick, new()));
+        slot.0 = tick;
+        &mut slot.1
     }
 }
 
@@ -131,5 +172,80 @@ pub fn node_ref(node: &berth_proto::model::Node) -> ObjectReference {
         name: node.metadata.name.clone(),
         uid: node.metadata.uid.clone(),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(uid: &str) -> DedupeKey {
+        (uid.to_string(), "Scheduled".to_string(), "m".to_string())
+    }
+
+    /// Sees each uid in turn (counting its event up) and returns each one's count after.
+    fn see(remembered: &mut Remembered, uids: &[&str]) -> Vec<i32> {
+        uids.iter()
+            .map(|uid| {
+                let event = remembered.entry(key(uid), || {
+                    new_event(
+                        ObjectReference::default(),
+                        NORMAL,
+                        "Scheduled",
+                        "m".into(),
+                        "test",
+                        Time::now(),
+                    )
+                });
+                event.count += 1;
+                event.count
+            })
+            .collect()
+    }
+
+    #[test]
+    fn remembers_the_most_recently_seen() {
+        struct Case {
+            name: &'static str,
+            capacity: usize,
+            seen: &'static [&'static str],
+            want_counts: &'static [i32],
+        }
+        let cases = [
+            Case {
+                name: "repeats count up",
+                capacity: 2,
+                seen: &["a", "a", "b", "a"],
+                want_counts: &[1, 2, 1, 3],
+            },
+            Case {
+                name: "the least recently seen is forgotten when full",
+                capacity: 2,
+                seen: &["a", "b", "c", "a"],
+                want_counts: &[1, 1, 1, 1],
+            },
+            Case {
+                name: "seeing an event again keeps it",
+                capacity: 2,
+                seen: &["a", "b", "a", "c", "a", "b"],
+                want_counts: &[1, 1, 2, 1, 3, 1],
+            },
+        ];
+        for case in cases {
+            let mut remembered = Remembered::new(case.capacity);
+            assert_eq!(
+                see(&mut remembered, case.seen),
+                case.want_counts,
+                "{}",
+                case.name
+            );
+            assert!(remembered.events.len() <= case.capacity, "{}", case.name);
+            assert_eq!(
+                remembered.events.len(),
+                remembered.order.len(),
+                "{}",
+                case.name
+            );
+        }
     }
 }
