@@ -43,7 +43,7 @@ use tonic::transport::{Channel, Endpoint};
 use crate::election::{ElectionConfig, Elector, Fence, Guard, Leadership};
 use crate::objects::{
     check, check_update, decode_key, decode_object, encode_key, keep_identity, normalize_key,
-    prepare, stamp_new,
+    prepare, stamp_new, Identity,
 };
 use crate::{Change, ChangeType, Error, ObjectStore, Op, Result, CHANNEL_CAPACITY};
 
@@ -661,16 +661,17 @@ fn plan(
                 let Some(stored) = &slot.current else {
                     return Err(Error::NotFound { key });
                 };
-                check_update(&key, stored, object, precondition)?;
+                let stored = Identity::of(stored);
+                check_update(&key, &stored, object, precondition)?;
                 let mut object = object.clone();
-                keep_identity(&mut object, stored);
+                keep_identity(&mut object, &stored);
                 (ChangeType::Modified, object)
             }
             Op::Upsert(object) => {
                 let mut object = object.clone();
                 match &slot.current {
                     Some(stored) => {
-                        keep_identity(&mut object, stored);
+                        keep_identity(&mut object, &Identity::of(stored));
                         (ChangeType::Modified, object)
                     }
                     None => {
@@ -683,7 +684,7 @@ fn plan(
                 let Some(stored) = slot.current.take() else {
                     return Err(Error::NotFound { key });
                 };
-                check(&key, &stored, precondition)?;
+                check(&key, &Identity::of(&stored), precondition)?;
                 slot.written = true;
                 changes.push((ChangeType::Deleted, stored));
                 continue;

@@ -60,6 +60,45 @@ pub(crate) fn decode_object(key: &ObjectKey, bytes: &[u8]) -> Result<Object> {
     })
 }
 
+/// What the store's checks and kept identity read of a stored object: its uid, creation
+/// time and resourceVersion.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+pub(crate) struct Identity {
+    #[serde(default)]
+    metadata: IdentityMeta,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct IdentityMeta {
+    uid: String,
+    resource_version: String,
+    creation_timestamp: Option<Time>,
+}
+
+impl Identity {
+    /// The identity of an object at hand.
+    pub(crate) fn of(object: &Object) -> Self {
+        let meta = object.meta();
+        Identity {
+            metadata: IdentityMeta {
+                uid: meta.uid.clone(),
+                resource_version: meta.resource_version.clone(),
+                creation_timestamp: meta.creation_timestamp,
+            },
+        }
+    }
+}
+
+/// The identity of a stored object, read from its bytes without decoding the rest of it (the
+/// other fields are skipped, not built).
+pub(crate) fn decode_identity(key: &ObjectKey, bytes: &[u8]) -> Result<Identity> {
+    serde_json::from_slice(bytes).map_err(|source| Error::Codec {
+        key: key.clone(),
+        source,
+    })
+}
+
 /// The object ready to store: Kubernetes clears the namespace of cluster-scoped objects, and
 /// the resourceVersion is set to `resource_version`. Returns the bytes to store and the
 /// object decoded from them, which is exactly what a read will return (serialization drops
@@ -81,11 +120,11 @@ pub(crate) fn prepare(
 }
 
 /// Refuses the write unless the precondition holds for the stored object.
-pub(crate) fn check(key: &ObjectKey, stored: &Object, precondition: &Precondition) -> Result<()> {
+pub(crate) fn check(key: &ObjectKey, stored: &Identity, precondition: &Precondition) -> Result<()> {
     match precondition {
         Precondition::None => Ok(()),
         Precondition::ResourceVersion(expected) => {
-            let found = &stored.meta().resource_version;
+            let found = &stored.metadata.resource_version;
             if expected == found {
                 Ok(())
             } else {
@@ -102,7 +141,7 @@ pub(crate) fn check(key: &ObjectKey, stored: &Object, precondition: &Preconditio
 /// An update's checks: the precondition, then the object's own resourceVersion when given.
 pub(crate) fn check_update(
     key: &ObjectKey,
-    stored: &Object,
+    stored: &Identity,
     object: &Object,
     precondition: &Precondition,
 ) -> Result<()> {
@@ -127,10 +166,10 @@ pub(crate) fn stamp_new(object: &mut Object) {
 }
 
 /// Carries the stored object's identity over to its replacement.
-pub(crate) fn keep_identity(object: &mut Object, stored: &Object) {
+pub(crate) fn keep_identity(object: &mut Object, stored: &Identity) {
     let meta = object.meta_mut();
-    meta.uid.clone_from(&stored.meta().uid);
-    meta.creation_timestamp = stored.meta().creation_timestamp;
+    meta.uid.clone_from(&stored.metadata.uid);
+    meta.creation_timestamp = stored.metadata.creation_timestamp;
 }
 
 #[cfg(test)]
@@ -190,6 +229,20 @@ mod tests {
             let want = case.want.map(str::to_string).map_err(str::to_string);
             assert_eq!(got, want, "case {}", case.name);
         }
+    }
+
+    #[test]
+    fn decode_identity_reads_what_a_full_decode_reads() {
+        let with_identity = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"default","uid":"u-1","resourceVersion":"42","creationTimestamp":"2024-01-02T03:04:05Z","labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]},"status":{"phase":"Pending"}}"#;
+        let bare = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"default"},"spec":{"containers":[{"name":"c","image":"i"}]}}"#;
+        let key = ObjectKey::new(Kind::Pod, "default", "web");
+        for json in [with_identity, bare] {
+            let full = decode_object(&key, json.as_bytes()).expect("a pod");
+            let identity = decode_identity(&key, json.as_bytes()).expect("its identity");
+            assert_eq!(identity, Identity::of(&full), "{json}");
+        }
+        let err = decode_identity(&key, b"{\"metadata\":").expect_err("truncated");
+        assert!(err.to_string().contains("pod default/web"), "{err}");
     }
 
     #[test]

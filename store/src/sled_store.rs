@@ -15,8 +15,8 @@ use sled::{IVec, Transactional};
 use tokio::sync::broadcast;
 
 use crate::objects::{
-    check, check_update, decode_key, decode_object, encode_key, keep_identity, normalize_key,
-    prepare, stamp_new,
+    check, check_update, decode_identity, decode_key, decode_object, encode_key, keep_identity,
+    normalize_key, prepare, stamp_new, Identity,
 };
 use crate::{Change, ChangeType, Error, ObjectStore, Op, Result};
 
@@ -251,7 +251,7 @@ fn apply(view: &[TransactionalTree], op: &Op, revision: u64) -> TxResult<Change>
             precondition,
         } => {
             let (key, stored_key, tree) = locate(view, object)?;
-            let Some(stored) = load(tree, &key, &stored_key)? else {
+            let Some(stored) = load_identity(tree, &key, &stored_key)? else {
                 return Err(abort(Error::NotFound { key }));
             };
             check_update(&key, &stored, object, precondition).map_err(abort)?;
@@ -263,7 +263,7 @@ fn apply(view: &[TransactionalTree], op: &Op, revision: u64) -> TxResult<Change>
         Op::Upsert(object) => {
             let (key, stored_key, tree) = locate(view, object)?;
             let mut object = object.clone();
-            let change_type = match load(tree, &key, &stored_key)? {
+            let change_type = match load_identity(tree, &key, &stored_key)? {
                 Some(stored) => {
                     keep_identity(&mut object, &stored);
                     ChangeType::Modified
@@ -283,7 +283,7 @@ fn apply(view: &[TransactionalTree], op: &Op, revision: u64) -> TxResult<Change>
             let Some(mut stored) = load(tree, &key, &stored_key)? else {
                 return Err(abort(Error::NotFound { key }));
             };
-            check(&key, &stored, precondition).map_err(abort)?;
+            check(&key, &Identity::of(&stored), precondition).map_err(abort)?;
             tree.remove(stored_key)?;
             stored.meta_mut().resource_version = revision.to_string();
             Ok(change(ChangeType::Deleted, stored, revision))
@@ -313,6 +313,18 @@ fn locate<'v>(
 fn load(tree: &TransactionalTree, key: &ObjectKey, stored_key: &[u8]) -> TxResult<Option<Object>> {
     match tree.get(stored_key)? {
         Some(bytes) => decode_object(key, &bytes).map(Some).map_err(abort),
+        None => Ok(None),
+    }
+}
+
+/// The identity of the stored object, if any, read without decoding the whole object.
+fn load_identity(
+    tree: &TransactionalTree,
+    key: &ObjectKey,
+    stored_key: &[u8],
+) -> TxResult<Option<Identity>> {
+    match tree.get(stored_key)? {
+        Some(bytes) => decode_identity(key, &bytes).map(Some).map_err(abort),
         None => Ok(None),
     }
 }
