@@ -3,9 +3,9 @@
 //! heartbeat every second and report the pods they are given as Running, for 60 s.
 //! Reports p50/p99 latency per call and checks that no call failed and no acknowledged
 //! write was lost. A benchmark, not a test: `cargo bench -p berth-benches --bench api_load`.
-//! Besides, `BERTH_LOAD_BULK` pods (5,000 unless set; 0: none) wait in namespace `bulk` for
-//! a scheduler that does not exist, and one more client lists them all, again and again
-//! (`bulklist`: kube's SLO for lists).
+//! The clock starts once every node has joined. Besides, `BERTH_LOAD_BULK` pods (5,000
+//! unless set; 0: none) wait in namespace `bulk` for a scheduler that does not exist, and
+//! one more client lists them all, again and again (`bulklist`: kube's SLO for lists).
 //! `BERTH_LOAD_SECONDS`, `BERTH_LOAD_CLIENTS` and `BERTH_LOAD_NODES` shrink or grow a run;
 //! `BERTH_LOAD_STORE=etcd://HOST:PORT,...` runs it on etcd instead of the embedded store.
 
@@ -110,6 +110,7 @@ async fn simulated_node(
     stop: CancellationToken,
     heartbeats: Arc<AtomicU64>,
     failures: Arc<AtomicU64>,
+    open: Arc<AtomicU64>,
 ) {
     let mut client = AgentClient::new(channel);
     if client
@@ -138,6 +139,7 @@ async fn simulated_node(
             return;
         }
     };
+    open.fetch_add(1, Ordering::Relaxed);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
@@ -337,6 +339,7 @@ fn main() {
         let stop = CancellationToken::new();
         let heartbeats = Arc::new(AtomicU64::new(0));
         let node_failures = Arc::new(AtomicU64::new(0));
+        let open = Arc::new(AtomicU64::new(0));
         let mut node_tasks = Vec::new();
         for i in 0..nodes {
             node_tasks.push(tokio::spawn(simulated_node(
@@ -345,8 +348,17 @@ fn main() {
                 stop.clone(),
                 heartbeats.clone(),
                 node_failures.clone(),
+                open.clone(),
             )));
         }
+        // The load starts once every node is registered and its session open: the run
+        // measures a cluster at work, not 1,000 nodes joining at once.
+        let joining = Instant::now();
+        while open.load(Ordering::Relaxed) + node_failures.load(Ordering::Relaxed) < nodes as u64 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        println!("nodes joined in {:.1?}", joining.elapsed());
+        heartbeats.store(0, Ordering::Relaxed);
 
         let samples: Arc<Mutex<BTreeMap<&'static str, Samples>>> = Arc::default();
         let acked: Arc<Mutex<HashSet<String>>> = Arc::default();
