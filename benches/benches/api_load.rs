@@ -258,11 +258,12 @@ async fn api_client(
 /// Namespace of the pods that the bulk lister lists.
 const BULK_NAMESPACE: &str = "bulk";
 
-/// Stores `count` pods in [`BULK_NAMESPACE`] that no scheduler places, 500 an apply.
+/// Stores `count` pods in [`BULK_NAMESPACE`] that no scheduler places, 100 an apply (within
+/// etcd's 128 operations a transaction).
 async fn store_bulk(channel: Channel, count: usize) {
     let mut client = BerthClient::new(channel);
     let names: Vec<String> = (0..count).map(|i| format!("bulk-{i:05}")).collect();
-    for chunk in names.chunks(500) {
+    for chunk in names.chunks(100) {
         let objects = chunk
             .iter()
             .map(|name| pod_for(BULK_NAMESPACE, name, 0, "no-such-scheduler"))
