@@ -1,6 +1,7 @@
 //! Group commit for writes whose callers wait for the result (the API's applies): batches
 //! sent while a commit runs are committed together in the next one, in a single store
-//! transaction and one disk flush, and each caller gets its own changes back. Should the
+//! transaction and one disk flush (up to etcd's limit of operations a transaction, so that
+//! the same batching works on both stores), and each caller gets its own changes back. Should the
 //! joint commit fail, each batch is committed alone, so that each keeps its all-or-nothing
 //! promise and one failing batch (a conflict, say) does not sink the others.
 
@@ -60,8 +61,26 @@ async fn run(store: Arc<dyn ObjectStore>, mut rx: mpsc::UnboundedReceiver<Pendin
     }
 }
 
-/// Commits the batches in one transaction, or each alone if that fails, and replies to each.
+/// Commits the batches in as few transactions as etcd's limit of operations allows, or
+/// each alone where a joint commit fails, and replies to each.
 fn commit(store: &dyn ObjectStore, batches: Vec<Pending>) {
+    let mut group = Vec::new();
+    let mut ops = 0;
+    for batch in batches {
+        if !group.is_empty() && ops + batch.ops.len() > berth_store::MAX_TXN_OPS {
+            commit_group(store, std::mem::take(&mut group));
+            ops = 0;
+        }
+        ops += batch.ops.len();
+        group.push(batch);
+    }
+    if !group.is_empty() {
+        commit_group(store, group);
+    }
+}
+
+/// Commits the batches in one transaction, or each alone if that fails, and replies to each.
+fn commit_group(store: &dyn ObjectStore, batches: Vec<Pending>) {
     if batches.len() > 1 {
         let ops: Vec<Op> = batches.iter().flat_map(|b| b.ops.iter().cloned()).collect();
         if let Ok(changes) = store.commit(ops) {
@@ -142,5 +161,60 @@ mod tests {
             .expect("read")
             .expect("stored");
         assert_eq!(stored.meta().resource_version, "1");
+    }
+
+    /// A store that, as etcd, refuses a transaction of more than `MAX_TXN_OPS` operations,
+    /// and counts the transactions it was asked for.
+    struct Limited {
+        inner: SledStore,
+        commits: std::sync::atomic::AtomicUsize,
+    }
+
+    impl ObjectStore for Limited {
+        fn get(&self, key: &berth_proto::model::ObjectKey) -> berth_store::Result<Option<Object>> {
+            self.inner.get(key)
+        }
+        fn list(&self, kind: Kind, namespace: Option<&str>) -> berth_store::Result<Vec<Object>> {
+            self.inner.list(kind, namespace)
+        }
+        fn commit(&self, ops: Vec<Op>) -> berth_store::Result<Vec<Change>> {
+            self.commits
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            assert!(
+                ops.len() <= berth_store::MAX_TXN_OPS,
+                "{} ops in one transaction",
+                ops.len()
+            );
+            self.inner.commit(ops)
+        }
+        fn revision(&self) -> u64 {
+            self.inner.revision()
+        }
+        fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<Change>> {
+            self.inner.subscribe()
+        }
+    }
+
+    #[tokio::test]
+    async fn joint_commits_stay_within_etcds_operations_a_transaction() {
+        let store = Arc::new(Limited {
+            inner: SledStore::temporary().expect("store"),
+            commits: Default::default(),
+        });
+        let commits = GroupCommit::spawn(store.clone());
+        let batch = |prefix: &str| -> Vec<Op> {
+            (0..60).map(|i| create(&format!("{prefix}{i}"))).collect()
+        };
+        let (a, b, c) = tokio::join!(
+            commits.commit(batch("a")),
+            commits.commit(batch("b")),
+            commits.commit(batch("c"))
+        );
+        for result in [a, b, c] {
+            assert_eq!(result.expect("committed").len(), 60);
+        }
+        // 60 + 60 share one transaction; the third batch would pass 128, so it goes next.
+        assert_eq!(store.commits.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(store.list(Kind::Pod, None).expect("listed").len(), 180);
     }
 }
