@@ -467,6 +467,15 @@ pub fn allocate_preferring(
         }
         return Ok(None);
     }
+    // Share ids are made once the search has succeeded (its dead ends need none): the
+    // n-th shared device of the run's result gets counter n, unique within the run.
+    let mut n = 0;
+    for (claim, devices) in claims.iter().zip(&mut run.results) {
+        for result in devices.iter_mut().filter(|r| r.share_id.is_some()) {
+            n += 1;
+            result.share_id = Some(share_id(&claim.uid, &result.request, &result.id, n));
+        }
+    }
     Ok(Some(
         run.results
             .into_iter()
@@ -475,13 +484,24 @@ pub fn allocate_preferring(
     ))
 }
 
-/// Where the search stands: claim, request, alternative and device within the request.
+/// Where the search stands: claim, request, alternative and device within the request,
+/// and the first candidate (by its place in the order devices are tried) this device may
+/// take.
 #[derive(Clone, Copy, Debug, Default)]
 struct Cursor {
     claim: usize,
     request: usize,
     alternative: usize,
     device: usize,
+    /// The devices of one request are taken in the order they are tried: the n-th device
+    /// is never tried before the (n-1)-th's place. This is exact: every device of a
+    /// request is checked against the same request, its consumption does not depend on
+    /// what else was taken, and constraints compare values with no regard to order, so a
+    /// way to satisfy the claims with two devices of a request in the other order is
+    /// also a way with them in this order, found earlier; the first way found is the
+    /// same as without the rule, only the dead ends that are the same set of devices
+    /// again (n! of them for n devices) are not walked.
+    from: usize,
 }
 
 /// Why the recursion unwinds.
@@ -577,10 +597,10 @@ struct Run<'a> {
     allocating_capacity: Allocated,
     /// (pool, device, claim, request, alternative) → selector verdict.
     matches: FastHashMap<(usize, usize, usize, usize, usize), bool>,
-    /// Share ids handed out in this run, to keep them unique.
-    shares: u64,
     /// (pool, device) to try first, in order.
     preferred: Vec<(usize, usize)>,
+    /// How many candidates were tried (the size of the search).
+    tried: usize,
 }
 
 impl<'a> Run<'a> {
@@ -599,8 +619,8 @@ impl<'a> Run<'a> {
             allocating: FastHashMap::default(),
             allocating_capacity: Allocated::default(),
             matches: FastHashMap::default(),
-            shares: 0,
             preferred: Vec::new(),
+            tried: 0,
         };
         for (ci, claim) in claims.iter().enumerate() {
             let mut min_devices = 0usize;
@@ -842,7 +862,12 @@ impl<'a> Run<'a> {
             .filter(|(_, pool)| !pool.incomplete && pool.invalid.is_none())
             .flat_map(|(pi, pool)| (0..pool.devices.len()).map(move |di| (pi, di)))
             .filter(|at| !preferred.contains(at));
-        for (pi, di) in preferred.iter().copied().chain(in_order) {
+        let candidates = preferred.iter().copied().chain(in_order).enumerate();
+        for (place, (pi, di)) in candidates.skip(at.from) {
+            let next = Cursor {
+                from: place,
+                ..next
+            };
             let pool = &pools[pi];
             {
                 let id = self.device_id(pi, di);
@@ -886,6 +911,7 @@ impl<'a> Run<'a> {
         di: usize,
         must: bool,
     ) -> Result<Option<Undo>, AllocationError> {
+        self.tried += 1;
         let key = (at.claim, at.request, at.alternative);
         let data = &self.requests[&key];
         let request: &'a ExactRequest = data.request;
@@ -935,10 +961,9 @@ impl<'a> Run<'a> {
             }
         };
         let (consumed, share_id) = if shareable {
-            self.shares += 1;
-            let share = share_id(&self.claims[at.claim].uid, &full, &id, self.shares);
             self.allocating_capacity.add(id.clone(), true, &consumed);
-            (consumed, Some(share))
+            // The id itself is made when the search succeeds.
+            (consumed, Some(String::new()))
         } else {
             self.allocating
                 .entry(id.clone())
@@ -1664,6 +1689,43 @@ mod tests {
         assert_eq!(
             picked(&allocate(&[spec], &pools, &Allocated::default())),
             "none"
+        );
+    }
+
+    #[test]
+    fn a_request_takes_its_devices_in_the_order_tried_and_walks_each_set_once() {
+        let gpus: Vec<Device> = (0..8)
+            .map(|i| shared(&format!("gpu-{i}"), "1000", None))
+            .collect();
+        let pools = vec![pool("n1", gpus)];
+        let whole = |n: u32| {
+            let mut r = request("r", AllocationMode::ExactCount(n), vec![]);
+            r.capacity.insert("memory".into(), q("1000"));
+            claim(vec![Request::Exactly(r)])
+        };
+        let mut held = Allocated::default();
+        let one = BTreeMap::from([("memory".to_string(), q("1"))]);
+        held.add(id("n1", "gpu-7"), true, &one);
+        // Seven whole GPUs are left: eight cannot be had, and finding that out walks each
+        // set of at most seven of them once (2^7 sets, a few hundred candidates tried), not
+        // each sequence (13,700 sequences, about 110,000 candidates).
+        let claims = [whole(8)];
+        let mut run = Run::new(&claims, &pools, &held).unwrap();
+        assert!(matches!(
+            run.allocate_one(Cursor::default(), false),
+            Ok(false)
+        ));
+        assert!(run.tried <= 1 << 9, "{} candidates tried", run.tried);
+        // The devices that are found are those of the search without the rule.
+        let got = allocate_preferring(&[whole(3)], &pools, &held, &[id("n1", "gpu-5")]);
+        assert_eq!(picked(&got), "r:n1/gpu-5 r:n1/gpu-0 r:n1/gpu-1");
+        let mut two = whole(2);
+        two.requests.push(two.requests[0].clone());
+        let got = allocate_preferring(&[two], &pools, &held, &[id("n1", "gpu-6")]);
+        assert_eq!(
+            picked(&got),
+            "r:n1/gpu-6 r:n1/gpu-0 r:n1/gpu-1 r:n1/gpu-2",
+            "a later request starts from the first device again"
         );
     }
 
