@@ -1,5 +1,6 @@
 //! What a lab run records and how runs are summarised: one [`Sample`] after each arrival
-//! (or each interval), binned per whole arrived percent, then the median and the 25–75%
+//! (or each interval), binned per whole arrived percent (rounded, as the artifact's
+//! analysis does), then the median and the 25–75%
 //! band over seeds (lab.md, "Metric").
 
 use std::collections::BTreeMap;
@@ -53,26 +54,34 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// `field` of the samples averaged within each whole percent of arrived GPU (bin `x`
-    /// holds the samples from x% to just below x+1%). A run that ends short of a whole
-    /// percent, as the artifact's arrivals end just short of the fill level (the draw that
-    /// would pass it is not added), also reports its final state at that percent when no
-    /// sample reached it.
+    /// `field` of the samples averaged per whole arrived percent, as the artifact's
+    /// analysis bins them: bin `x` holds the samples whose arrived GPU rounds to x (to
+    /// the nearest percent, halves to even), so x% stands for x−½ to x+½; a whole percent
+    /// up to one past the last bin that no sample rounds to takes the samples of the bins
+    /// next to it (x−1 to x+1), as the artifact fills a gap (so a run that stops just short
+    /// of 130%, as the artifact's arrivals do, reports its end state there).
     pub fn by_arrived(&self, field: impl Fn(&Sample) -> f64) -> BTreeMap<u64, f64> {
         let mut bins: BTreeMap<u64, (f64, u32)> = BTreeMap::new();
         for s in &self.samples {
             let bin = bins
-                .entry(s.arrived_gpu_pct.floor().max(0.0) as u64)
+                .entry(s.arrived_gpu_pct.round_ties_even().max(0.0) as u64)
                 .or_default();
             bin.0 += field(s);
             bin.1 += 1;
         }
-        if let Some(last) = self.samples.last() {
-            let reached = last.arrived_gpu_pct.max(0.0).ceil() as u64;
-            bins.entry(reached).or_insert((field(last), 1));
-        }
-        bins.into_iter()
-            .map(|(x, (sum, n))| (x, sum / f64::from(n)))
+        let Some(&last) = bins.keys().next_back() else {
+            return BTreeMap::new();
+        };
+        let mean = |(sum, n): (f64, u32)| sum / f64::from(n);
+        (0..=last + 1)
+            .filter_map(|x| match bins.get(&x) {
+                Some(&bin) => Some((x, mean(bin))),
+                None => {
+                    let near = bins.range(x.saturating_sub(1)..=x + 1).map(|(_, b)| *b);
+                    let (sum, n) = near.fold((0.0, 0), |(s, n), (bs, bn)| (s + bs, n + bn));
+                    (n > 0).then(|| (x, mean((sum, n))))
+                }
+            })
             .collect()
     }
 }
@@ -195,30 +204,30 @@ mod tests {
 
     #[test]
     fn samples_average_per_whole_percent_and_medians_over_seeds() {
-        let a = run(1, &[(99.2, 10.0), (99.9, 8.0), (100.1, 7.0)]);
-        let b = run(2, &[(99.5, 6.0), (100.7, 5.0)]);
+        let a = run(1, &[(98.7, 10.0), (99.4, 8.0), (100.1, 7.0)]);
+        let b = run(2, &[(99.0, 6.0), (100.2, 5.0)]);
         let c = run(3, &[(99.0, 2.0)]);
         assert_eq!(
             a.by_arrived(|s| s.unallocated_gpu_pct),
-            BTreeMap::from([(99, 9.0), (100, 7.0), (101, 7.0)]),
-            "the end state also stands at the next whole percent"
+            BTreeMap::from([(98, 9.0), (99, 9.0), (100, 7.0), (101, 7.0)]),
+            "bins round to the nearest percent; a percent next to a bin takes its samples"
         );
-        let exact = run(4, &[(129.2, 5.0), (130.0, 4.0)]);
+        let halves = run(4, &[(128.5, 6.0), (129.5, 4.0)]);
         assert_eq!(
-            exact.by_arrived(|s| s.unallocated_gpu_pct),
-            BTreeMap::from([(129, 5.0), (130, 4.0)]),
-            "a run that reaches a whole percent exactly ends there"
+            halves.by_arrived(|s| s.unallocated_gpu_pct),
+            BTreeMap::from([(127, 6.0), (128, 6.0), (129, 5.0), (130, 4.0), (131, 4.0)]),
+            "halves round to even; a percent with no sample takes its neighbours' (x-1..x+1)"
         );
-        let short = run(5, &[(128.5, 6.0), (129.9, 5.0)]);
+        let short = run(5, &[(128.2, 6.0), (129.4, 5.0)]);
         assert_eq!(
             short.by_arrived(|s| s.unallocated_gpu_pct)[&130],
             5.0,
-            "a run that stops just short of 130% reports its end state there"
+            "a run that stops short of 130% reports its end state there"
         );
         let s = summarise(&[&a, &b, &c]);
         assert_eq!(s.seeds, vec![1, 2, 3]);
         assert_eq!(s.unallocated_gpu_pct["99"], 6.0);
-        assert_eq!(s.unallocated_gpu_pct["100"], 6.0);
+        assert_eq!(s.unallocated_gpu_pct["100"], 5.0);
         assert_eq!(s.wall_seconds, 3.0);
     }
 
