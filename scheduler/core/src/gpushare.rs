@@ -211,6 +211,11 @@ pub enum Policy {
     GpuClustering,
     /// One feasible node uniformly at random.
     Random,
+    /// Berth's own variant of FGD (not in the paper): the same fragmentation decrease,
+    /// compared exactly instead of through FGD's integer sigmoid score (min–max normalised
+    /// over the feasible nodes, so only the largest decrease scores 100), and a shared
+    /// task's GPU chosen by the exact decrease too.
+    FgdFine,
 }
 
 impl Policy {
@@ -224,6 +229,9 @@ impl Policy {
         Policy::Fgd,
     ];
 
+    /// Policies of Berth's own, beyond the paper's six.
+    pub const OURS: [Policy; 1] = [Policy::FgdFine];
+
     /// The policy's name, as profiles and experiment files spell it.
     pub fn name(self) -> &'static str {
         match self {
@@ -233,17 +241,26 @@ impl Policy {
             Policy::GpuPacking => "GpuPacking",
             Policy::GpuClustering => "GpuClustering",
             Policy::Random => "Random",
+            Policy::FgdFine => "FGDFine",
         }
     }
 
     /// The policy named `name`.
     pub fn from_name(name: &str) -> Option<Policy> {
-        Policy::ALL.into_iter().find(|p| p.name() == name)
+        Policy::ALL
+            .into_iter()
+            .chain(Policy::OURS)
+            .find(|p| p.name() == name)
     }
 
     /// Whether the scores are min–max normalised over the feasible nodes.
     pub fn normalises(self) -> bool {
-        self == Policy::BestFit
+        matches!(self, Policy::BestFit | Policy::FgdFine)
+    }
+
+    /// Whether the policy scores by the target workload's fragmentation (FGD's args).
+    pub fn uses_target(self) -> bool {
+        matches!(self, Policy::Fgd | Policy::FgdFine)
     }
 }
 
@@ -251,11 +268,25 @@ impl Policy {
 /// GPU with room is tried and the best integer score wins (lowest index on ties); whole-GPU
 /// tasks take the lowest-index free GPUs; CPU-only tasks change only the CPU.
 pub fn fgd(target: &TargetWorkload, node: &NodeGpus, ask: &Ask) -> (i64, Vec<usize>) {
+    by_decrease(target, node, ask, |d| (100.0 * sigmoid(d / 1000.0)) as i64)
+}
+
+/// FGDFine's raw score (before normalisation) and GPUs: as [`fgd`], with the decrease of
+/// the node's fragmentation itself as the score, in millionths of a GPU (rounded).
+pub fn fgd_fine(target: &TargetWorkload, node: &NodeGpus, ask: &Ask) -> (i64, Vec<usize>) {
+    by_decrease(target, node, ask, |d| (d * 1000.0).round() as i64)
+}
+
+/// FGD's placement with `score` of the node's fragmentation decrease (thousandths of a
+/// GPU): a shared task's GPU is the lowest-index one with the best score.
+fn by_decrease(
+    target: &TargetWorkload,
+    node: &NodeGpus,
+    ask: &Ask,
+    score: impl Fn(f64) -> i64,
+) -> (i64, Vec<usize>) {
     let before = target.fragmentation(node);
-    let score = |gpus: &[usize]| {
-        let after = target.fragmentation(&node.after(ask, gpus));
-        (100.0 * sigmoid((before - after) / 1000.0)) as i64
-    };
+    let score = |gpus: &[usize]| score(before - target.fragmentation(&node.after(ask, gpus)));
     if ask.is_shared() {
         let mut best: Option<(i64, usize)> = None;
         for g in (0..node.free.len()).filter(|&g| node.free[g] >= ask.milli) {
@@ -425,6 +456,27 @@ mod tests {
         assert!(score > 50, "{score}");
         let (_, gpus) = fgd(&target, &n, &ask(1, 2, 1000));
         assert_eq!(gpus, vec![0, 1]);
+    }
+
+    #[test]
+    fn fgd_fine_tells_apart_decreases_that_fgd_rounds_together() {
+        let target = TargetWorkload {
+            shapes: vec![(ask(1, 1, 500), 0.5), (ask(1, 0, 0), 0.5)],
+        };
+        let n = node(8, &[1000, 1000]);
+        // A share of 10 or of 20 leaves the GPU shape's fragment as it is and takes half
+        // of itself off the CPU-only shape's (all idle capacity): decreases of 5 and 10.
+        let (small, large) = (ask(1, 1, 10), ask(1, 1, 20));
+        assert_eq!(fgd(&target, &n, &small), (50, vec![0]));
+        assert_eq!(fgd(&target, &n, &large), (50, vec![0]));
+        assert_eq!(fgd_fine(&target, &n, &small), (5000, vec![0]));
+        assert_eq!(fgd_fine(&target, &n, &large), (10000, vec![0]));
+        // Taking 20 of the 510 GPU leaves a fragment below 500: the whole GPU is better.
+        let n = node(8, &[510, 1000]);
+        assert_eq!(fgd_fine(&target, &n, &large).1, vec![1]);
+        let mut scores = [5000, 10000, -2000];
+        normalise(&mut scores);
+        assert_eq!(scores, [58, 100, 0], "only the largest decrease scores 100");
     }
 
     #[test]

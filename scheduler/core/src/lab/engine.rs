@@ -130,7 +130,7 @@ pub fn builtin_profiles(name: &str, setup: &LabSetup) -> Result<Profiles, LabErr
     let policy =
         Policy::from_name(name).ok_or_else(|| LabError::UnknownPolicy(name.to_string()))?;
     let mut args = serde_json::Map::new();
-    if policy == Policy::Fgd {
+    if policy.uses_target() {
         let target = match &setup.workload {
             LabWorkload::Openb {
                 tasks,
@@ -659,7 +659,7 @@ mod tests {
     #[test]
     fn every_builtin_policy_builds_and_unknown_names_are_refused() {
         let setup = setup();
-        for p in Policy::ALL {
+        for p in Policy::ALL.into_iter().chain(Policy::OURS) {
             builtin_profiles(p.name(), &setup).unwrap_or_else(|e| panic!("{}: {e}", p.name()));
         }
         assert!(builtin_profiles("default", &setup).is_ok());

@@ -53,6 +53,7 @@ fn run(policy: Policy, seed: u64) -> BTreeMap<u64, f64> {
                     let s = &state[n];
                     match policy {
                         Policy::Fgd => gpushare::fgd(&target, s, ask),
+                        Policy::FgdFine => gpushare::fgd_fine(&target, s, ask),
                         Policy::BestFit => (gpushare::best_fit(s, ask), s.best_fit(ask).unwrap()),
                         Policy::DotProd => (gpushare::dot_prod(s, ask), s.best_fit(ask).unwrap()),
                         Policy::GpuPacking => {

@@ -1,5 +1,6 @@
 //! The FGD paper's six GPU-sharing policies (lab.md) as score plugins over DRA devices:
-//! `FGD`, `BestFit`, `DotProd`, `GpuPacking`, `GpuClustering` and `Random`, usable in any
+//! `FGD`, `BestFit`, `DotProd`, `GpuPacking`, `GpuClustering` and `Random` (and Berth's
+//! own `FGDFine`, FGD with exact comparisons), usable in any
 //! profile (the lab's and a live cluster's). Each sees a node's GPUs as the devices of its
 //! driver in the node's ResourceSlices, with the share left on each (the device's share
 //! capacity minus what allocated claims consume of it), and a pod's ask as its claims'
@@ -10,7 +11,7 @@
 //! policy's choice, as in the paper.
 //!
 //! Args (`pluginConfig`): `deviceClassName` (the class whose requests are GPUs; default
-//! `gpu.berth.dev`), `driver` (default `gpu.berth.dev`) and, for FGD, `targetWorkload`: the
+//! `gpu.berth.dev`), `driver` (default `gpu.berth.dev`) and, for FGD and FGDFine, `targetWorkload`: the
 //! task shapes with their weights (`[{cpuMilli, gpus, gpuMilli, models, weight}]`).
 
 use std::collections::BTreeMap;
@@ -177,10 +178,10 @@ impl GpuShare {
             };
             shapes.push((ask, s.weight / total));
         }
-        if policy == Policy::Fgd && shapes.is_empty() {
+        if policy.uses_target() && shapes.is_empty() {
             return Err(InvalidArgs::new(
                 "targetWorkload",
-                "FGD needs the target workload's shapes",
+                format!("{} needs the target workload's shapes", policy.name()),
             ));
         }
         Ok(GpuShare {
@@ -327,6 +328,7 @@ impl GpuShare {
         let best_fit = || view.best_fit(ask).unwrap_or_default();
         match self.policy {
             Policy::Fgd => gpushare::fgd(&self.target, view, ask),
+            Policy::FgdFine => gpushare::fgd_fine(&self.target, view, ask),
             Policy::BestFit => (gpushare::best_fit(view, ask), best_fit()),
             Policy::DotProd => (gpushare::dot_prod(view, ask), best_fit()),
             Policy::GpuPacking => (gpushare::gpu_packing(view, ask), best_fit()),
