@@ -2,8 +2,11 @@
 //! status line that is rewritten in place, with a spinner and the time waited; when the
 //! output is piped, each new status as a plain line of its own (a status repeated unchanged
 //! is not printed again), or nothing for a verb whose piped output is kubectl's (`wait`).
+//! [`Counter`] is the same for work of a known size done by several threads (`berth lab
+//! run`'s runs): a bar on a terminal, nothing when piped.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::cmd::Context;
@@ -106,9 +109,86 @@ impl Progress {
     }
 }
 
+/// Width of [`Counter`]'s bar, in characters.
+const BAR_WIDTH: usize = 30;
+
+/// Items of work done out of a known total, shown on stderr when it is a terminal as one
+/// line rewritten in place (`[#######       ] 14/60 runs, 52 s`); nothing when piped.
+/// [`Counter::tick`] may be called from several threads.
+pub struct Counter {
+    total: usize,
+    unit: &'static str,
+    done: AtomicUsize,
+    terminal: bool,
+    started: Instant,
+}
+
+impl Counter {
+    /// A counter of `total` items called `unit` (plural), shown when stderr is a terminal.
+    pub fn new(total: usize, unit: &'static str) -> Self {
+        Counter {
+            total,
+            unit,
+            done: AtomicUsize::new(0),
+            terminal: std::io::stderr().is_terminal(),
+            started: Instant::now(),
+        }
+    }
+
+    /// Counts one more item done and redraws the line.
+    pub fn tick(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.terminal {
+            let line = self.render(done, self.started.elapsed().as_secs_f64());
+            eprint!("{line}");
+        }
+    }
+
+    /// The line for `done` items after `seconds`.
+    fn render(&self, done: usize, seconds: f64) -> String {
+        let filled = (done * BAR_WIDTH / self.total.max(1)).min(BAR_WIDTH);
+        format!(
+            "\r[{}{}] {done}/{} {}, {seconds:.0} s",
+            "#".repeat(filled),
+            " ".repeat(BAR_WIDTH - filled),
+            self.total,
+            self.unit,
+        )
+    }
+
+    /// Ends the line (on a terminal), before the results are printed.
+    pub fn finish(&self) {
+        if self.terminal {
+            eprintln!();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counter_draws_a_bar_of_the_share_done() {
+        let counter = Counter {
+            terminal: false,
+            ..Counter::new(60, "runs")
+        };
+        assert_eq!(
+            counter.render(14, 51.6),
+            format!("\r[{}{}] 14/60 runs, 52 s", "#".repeat(7), " ".repeat(23))
+        );
+        assert_eq!(
+            counter.render(60, 1.0),
+            format!("\r[{}] 60/60 runs, 1 s", "#".repeat(30))
+        );
+        counter.tick();
+        assert_eq!(
+            counter.done.load(Ordering::Relaxed),
+            1,
+            "counted, nothing drawn"
+        );
+    }
 
     #[test]
     fn plain_lines_when_piped_and_one_rewritten_line_on_a_terminal() {

@@ -6,9 +6,8 @@
 
 pub mod report;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{bail, Context as _};
@@ -22,6 +21,7 @@ use rayon::prelude::*;
 
 use crate::cmd::Io;
 use crate::manifest::{self, LoadOptions};
+use crate::progress::Counter;
 
 /// Flags of `berth lab`.
 #[derive(Args, Debug, Clone)]
@@ -127,7 +127,7 @@ fn run_experiment(args: RunArgs, io: &mut Io) -> anyhow::Result<()> {
         .num_threads(jobs.max(1))
         .build()
         .context("starting the worker threads")?;
-    let progress = Progress::new(runs.len());
+    let progress = Counter::new(runs.len(), "runs");
     let started = Instant::now();
     let results: Vec<RunResult> = pool.install(|| {
         runs.par_iter()
@@ -140,7 +140,7 @@ fn run_experiment(args: RunArgs, io: &mut Io) -> anyhow::Result<()> {
             })
             .collect::<anyhow::Result<_>>()
     })?;
-    progress.done();
+    progress.finish();
 
     let dir = args
         .output
@@ -276,44 +276,4 @@ fn profiles_for(
         Some(t) if policy.name() != "Random" => profiles.with_tie_break(t.into()),
         _ => profiles,
     })
-}
-
-/// A progress line on stderr while runs finish, only when stderr is a terminal.
-struct Progress {
-    total: usize,
-    done: AtomicUsize,
-    tty: bool,
-    started: Instant,
-}
-
-impl Progress {
-    fn new(total: usize) -> Self {
-        Progress {
-            total,
-            done: AtomicUsize::new(0),
-            tty: std::io::stderr().is_terminal(),
-            started: Instant::now(),
-        }
-    }
-
-    fn tick(&self) {
-        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.tty {
-            let width = 30;
-            let filled = done * width / self.total.max(1);
-            eprint!(
-                "\r[{}{}] {done}/{} runs, {:.0} s",
-                "#".repeat(filled),
-                " ".repeat(width - filled),
-                self.total,
-                self.started.elapsed().as_secs_f64()
-            );
-        }
-    }
-
-    fn done(&self) {
-        if self.tty {
-            eprintln!();
-        }
-    }
 }
