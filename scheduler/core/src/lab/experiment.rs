@@ -398,7 +398,7 @@ impl Experiment {
                     return Err(FieldError::new(
                         format!("policies[{i}]"),
                         format!(
-                            "Unsupported value: {name:?}: supported values: \"FGD\", \"BestFit\", \"DotProd\", \"GpuPacking\", \"GpuClustering\", \"Random\", \"default\", or {{name, config}}"
+                            "Unsupported value: {name:?}: supported values: \"FGD\", \"BestFit\", \"DotProd\", \"GpuPacking\", \"GpuClustering\", \"Random\", \"FGDFine\", \"default\", or {{name, config}}"
                         ),
                     ));
                 }
