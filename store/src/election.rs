@@ -281,6 +281,14 @@ impl ObjectStore for FencedStore {
         self.inner.revision()
     }
 
+    fn current_revision(&self) -> Result<u64> {
+        self.inner.current_revision()
+    }
+
+    fn wait_sent(&self, revision: u64, timeout: std::time::Duration) -> bool {
+        self.inner.wait_sent(revision, timeout)
+    }
+
     fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
         self.inner.subscribe()
     }

@@ -32,7 +32,7 @@ use berth_proto::etcd::watch_request::RequestUnion;
 use berth_proto::etcd::{
     CompactionRequest, Compare, DeleteRangeRequest, KeyValue, LeaseGrantRequest,
     LeaseKeepAliveRequest, LeaseRevokeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest,
-    TxnResponse, WatchCreateRequest, WatchRequest,
+    TxnResponse, WatchCreateRequest, WatchProgressRequest, WatchRequest,
 };
 use berth_proto::model::{Kind, Object, ObjectKey};
 use prost::Message;
@@ -58,6 +58,10 @@ pub const LEADER_KEY: &str = "/berth/leader";
 /// may hold. A commit touches one compare per distinct object, plus one for a fence.
 pub const MAX_TXN_OPS: usize = 128;
 
+/// The most operations a fenced commit ([`ObjectStore::commit_guarded`]) may hold: its
+/// fence's compare takes one of the transaction's [`MAX_TXN_OPS`].
+pub const MAX_FENCED_TXN_OPS: usize = MAX_TXN_OPS - 1;
+
 /// etcd's default `--max-request-bytes` (1.5 MiB): the largest request it accepts.
 pub const MAX_REQUEST_BYTES: usize = 1536 * 1024;
 
@@ -67,6 +71,14 @@ const PAGE_SIZE: i64 = 500;
 /// How often a commit retries when its keys changed between its read and its write and no
 /// precondition of its own decides the outcome.
 const MAX_ATTEMPTS: usize = 16;
+
+/// How long a consistent read waits for the watch before asking it for progress (and again
+/// between requests).
+const PROGRESS_REQUEST_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The watch id of a requested progress notification (it answers for every watch of the
+/// stream).
+const REQUESTED_PROGRESS_WATCH_ID: i64 = -1;
 
 /// Settings of an [`EtcdStore`].
 #[derive(Clone, Debug)]
@@ -176,6 +188,8 @@ struct Shared {
     changes: broadcast::Sender<Arc<Change>>,
     /// The last change broadcast, repeated to make every receiver lag after a gap.
     last_change: Mutex<Option<Arc<Change>>>,
+    /// The request stream of the running watch, to ask it for a progress notification.
+    watch_requests: Mutex<Option<tokio::sync::mpsc::Sender<WatchRequest>>>,
 }
 
 impl Shared {
@@ -248,6 +262,63 @@ impl Shared {
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// The cluster's current revision: the header of a quorum read of one key (counting
+    /// only), as kube-apiserver's `getCurrentResourceVersionFromStorage` asks.
+    async fn current_revision(&self) -> Result<i64> {
+        let leader = self.leader_key();
+        let response = self
+            .read("current revision", |mut kv| {
+                let key = leader.clone();
+                async move {
+                    kv.range(RangeRequest {
+                        key,
+                        count_only: true,
+                        ..Default::default()
+                    })
+                    .await
+                }
+            })
+            .await?;
+        let revision = response.header.map_or(0, |h| h.revision);
+        self.saw(revision);
+        Ok(revision)
+    }
+
+    /// Waits until the watch has broadcast every change up to `revision`. While it has not,
+    /// asks the watch for progress every [`PROGRESS_REQUEST_INTERVAL`]: writes outside the
+    /// prefix (another user of the cluster) advance the revision without an event.
+    async fn wait_watched(&self, revision: u64) {
+        let mut watched = self.watched.subscribe();
+        loop {
+            let reached = tokio::time::timeout(
+                PROGRESS_REQUEST_INTERVAL,
+                watched.wait_for(|w| *w >= revision),
+            )
+            .await
+            .map(|r| r.is_ok());
+            match reached {
+                Ok(true) => return,
+                // The watch loop is gone (the store is closing): nothing more will come.
+                Ok(false) => std::future::pending::<()>().await,
+                Err(_) => self.request_progress(),
+            }
+        }
+    }
+
+    /// Asks the running watch for a progress notification (none if one is queued already).
+    fn request_progress(&self) {
+        let requests = self
+            .watch_requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(requests) = requests {
+            let _ = requests.try_send(WatchRequest {
+                request_union: Some(RequestUnion::ProgressRequest(WatchProgressRequest {})),
+            });
         }
     }
 
@@ -395,6 +466,28 @@ impl ObjectStore for EtcdStore {
         self.shared.revision.load(Ordering::Acquire)
     }
 
+    fn current_revision(&self) -> Result<u64> {
+        let shared = Arc::clone(&self.shared);
+        let revision = self
+            .runtime
+            .call(async move { shared.current_revision().await })?;
+        Ok(u64::try_from(revision).unwrap_or(0))
+    }
+
+    fn wait_sent(&self, revision: u64, timeout: Duration) -> bool {
+        if *self.shared.watched.borrow() >= revision {
+            return true;
+        }
+        let shared = Arc::clone(&self.shared);
+        self.runtime
+            .call(async move {
+                Ok(tokio::time::timeout(timeout, shared.wait_watched(revision))
+                    .await
+                    .is_ok())
+            })
+            .unwrap_or(false)
+    }
+
     fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
         self.shared.changes.subscribe()
     }
@@ -435,24 +528,10 @@ async fn connect(config: EtcdConfig) -> Result<Shared> {
         watched,
         changes,
         last_change: Mutex::new(None),
+        watch_requests: Mutex::new(None),
     };
     // One read proves the cluster answers, and gives the revision the watch starts after.
-    let leader = shared.leader_key();
-    let response = shared
-        .read("connect", |mut kv| {
-            let key = leader.clone();
-            async move {
-                kv.range(RangeRequest {
-                    key,
-                    count_only: true,
-                    ..Default::default()
-                })
-                .await
-            }
-        })
-        .await?;
-    let revision = response.header.map_or(0, |h| h.revision);
-    shared.saw(revision);
+    let revision = shared.current_revision().await?;
     shared
         .watched
         .send_replace(u64::try_from(revision).unwrap_or(0));
@@ -861,9 +940,18 @@ async fn watch_loop(shared: Arc<Shared>) {
             })),
         };
         let _ = requests.send(create).await;
-        // The request stream stays open (with only the create sent) while the watch runs.
+        // The request stream stays open while the watch runs; consistent reads send progress
+        // requests on it.
         let stream = ReceiverStream::new(rx);
-        let _keep_open = requests;
+        *shared
+            .watch_requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(requests);
+        // etcd before 3.4.25 and 3.5.8 may answer a progress request before sending events
+        // at or below its revision (etcd-io/etcd#15220): such a revision is trusted only when
+        // a second answer repeats it, with no event in between (kube trusts the first one
+        // less one).
+        let mut requested_progress: Option<i64> = None;
         let mut responses = match shared.watch.clone().watch(stream).await {
             Ok(r) => r.into_inner(),
             Err(status) => {
@@ -901,8 +989,17 @@ async fn watch_loop(shared: Arc<Shared>) {
             // store's revision while older events may still follow, so otherwise only the
             // events' own revisions count.
             let mut last = if response.events.is_empty() && !response.created {
-                response.header.as_ref().map_or(0, |h| h.revision)
+                let revision = response.header.as_ref().map_or(0, |h| h.revision);
+                if response.watch_id == REQUESTED_PROGRESS_WATCH_ID {
+                    match requested_progress.replace(revision) {
+                        Some(before) if before == revision => revision,
+                        _ => 0,
+                    }
+                } else {
+                    revision
+                }
             } else {
+                requested_progress = None;
                 0
             };
             for event in response.events {

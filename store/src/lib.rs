@@ -46,7 +46,8 @@ pub use backend::Backend;
 pub use election::{ElectionConfig, Elector, FencedStore, Guard, Leadership, LocalElector};
 pub use error::{Error, Result};
 pub use etcd_store::{
-    EtcdConfig, EtcdElector, EtcdStore, KEY_PREFIX, LEADER_KEY, MAX_REQUEST_BYTES, MAX_TXN_OPS,
+    EtcdConfig, EtcdElector, EtcdStore, KEY_PREFIX, LEADER_KEY, MAX_FENCED_TXN_OPS,
+    MAX_REQUEST_BYTES, MAX_TXN_OPS,
 };
 pub use object_store::{Change, ChangeType, ObjectStore, Op, Precondition};
 pub use sled_store::{SledStore, CACHE_CAPACITY, CHANNEL_CAPACITY};

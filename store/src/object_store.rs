@@ -2,6 +2,7 @@
 //! writes atomically, and watch the resulting changes.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use berth_proto::model::{Kind, Object, ObjectKey};
 use tokio::sync::broadcast;
@@ -118,6 +119,25 @@ pub trait ObjectStore: Send + Sync {
 
     /// The latest revision assigned (0 for an empty, never-written store).
     fn revision(&self) -> u64;
+
+    /// The store's current revision, asked of the store itself: every write acknowledged
+    /// before this call, by this process or any other, is at or below it (kube's
+    /// `getCurrentResourceVersionFromStorage`). The default is [`ObjectStore::revision`],
+    /// right for a store only this process writes (sled); etcd answers with the header
+    /// revision of a quorum read.
+    fn current_revision(&self) -> Result<u64> {
+        Ok(self.revision())
+    }
+
+    /// Waits, at most `timeout`, until every change up to `revision` has been sent to
+    /// subscribers; whether it has. The default answers `true` at once: a store whose
+    /// [`ObjectStore::commit`] sends its changes before returning has sent every change of
+    /// [`ObjectStore::current_revision`] (sled). On etcd the changes come from its watch,
+    /// so a write through another replica may not have arrived yet.
+    fn wait_sent(&self, revision: u64, timeout: Duration) -> bool {
+        let _ = (revision, timeout);
+        true
+    }
 
     /// A receiver of every [`Change`] committed after this call, in commit order.
     ///

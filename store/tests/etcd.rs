@@ -157,3 +157,47 @@ fn the_watch_resumes_after_etcd_restarts_without_losing_or_repeating_changes() {
     assert!(rx.try_recv().is_err(), "nothing more (no change repeated)");
     assert_eq!(received, committed, "each change once, in order");
 }
+
+#[test]
+fn another_client_has_every_change_up_to_the_current_revision_once_it_says_so() {
+    let _serial = common::serial();
+    // Two clients of one cluster under one prefix (two replicas), and a third user of the
+    // cluster under another prefix.
+    let (Some(a), Some(b), Some(other)) = (
+        common::store("consistent"),
+        common::store("consistent"),
+        common::store("consistent-other"),
+    ) else {
+        return;
+    };
+    let wait = std::time::Duration::from_secs(10);
+    let mut changes = b.subscribe();
+    for i in 0..20 {
+        let written = a
+            .commit(vec![Op::Create(pod(&format!("p{i}")))])
+            .expect("commit on a")
+            .remove(0);
+        let revision = b.current_revision().expect("b's current revision");
+        assert!(
+            revision >= written.revision,
+            "{revision} < {}",
+            written.revision
+        );
+        assert!(b.wait_sent(revision, wait), "b's watch reached {revision}");
+        // What b has broadcast includes the write a acknowledged.
+        let mut seen = Vec::new();
+        while let Ok(change) = changes.try_recv() {
+            seen.push(change.object.meta().name.clone());
+        }
+        assert_eq!(seen, [format!("p{i}")], "write {i}");
+    }
+    // A write outside b's prefix advances the revision with no event for b's watch: b
+    // learns it reached it from progress notifications.
+    other
+        .commit(vec![Op::Create(pod("elsewhere"))])
+        .expect("commit under the other prefix");
+    let revision = b.current_revision().expect("b's current revision");
+    assert!(revision > a.revision(), "the revision moved on");
+    assert!(b.wait_sent(revision, wait), "progress reached {revision}");
+    assert!(changes.try_recv().is_err(), "no change of b's prefix");
+}

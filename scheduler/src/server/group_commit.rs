@@ -64,19 +64,31 @@ async fn run(store: Arc<dyn ObjectStore>, mut rx: mpsc::UnboundedReceiver<Pendin
 /// Commits the batches in as few transactions as etcd's limit of operations allows, or
 /// each alone where a joint commit fails, and replies to each.
 fn commit(store: &dyn ObjectStore, batches: Vec<Pending>) {
-    let mut group = Vec::new();
-    let mut ops = 0;
-    for batch in batches {
-        if !group.is_empty() && ops + batch.ops.len() > berth_store::MAX_TXN_OPS {
-            commit_group(store, std::mem::take(&mut group));
-            ops = 0;
-        }
-        ops += batch.ops.len();
-        group.push(batch);
-    }
-    if !group.is_empty() {
+    for group in groups(batches, berth_store::MAX_TXN_OPS, |b| b.ops.len()) {
         commit_group(store, group);
     }
+}
+
+/// `items` in order, in consecutive groups of at most `limit` operations each (`ops` counts
+/// an item's), each as large as fits: the joint commits a transaction limit allows. An item
+/// larger than the limit forms a group of its own.
+pub(super) fn groups<T>(items: Vec<T>, limit: usize, ops: impl Fn(&T) -> usize) -> Vec<Vec<T>> {
+    let mut groups = Vec::new();
+    let mut group = Vec::new();
+    let mut count = 0;
+    for item in items {
+        let n = ops(&item);
+        if !group.is_empty() && count + n > limit {
+            groups.push(std::mem::take(&mut group));
+            count = 0;
+        }
+        count += n;
+        group.push(item);
+    }
+    if !group.is_empty() {
+        groups.push(group);
+    }
+    groups
 }
 
 /// Commits the batches in one transaction, or each alone if that fails, and replies to each.
@@ -104,6 +116,8 @@ mod tests {
     use berth_model::testing::PodBuilder;
     use berth_proto::model::{Kind, Object};
     use berth_store::{ChangeType, SledStore};
+
+    use crate::server::informer::testing::LimitedStore;
 
     use super::*;
 
@@ -163,44 +177,23 @@ mod tests {
         assert_eq!(stored.meta().resource_version, "1");
     }
 
-    /// A store that, as etcd, refuses a transaction of more than `MAX_TXN_OPS` operations,
-    /// and counts the transactions it was asked for.
-    struct Limited {
-        inner: SledStore,
-        commits: std::sync::atomic::AtomicUsize,
-    }
-
-    impl ObjectStore for Limited {
-        fn get(&self, key: &berth_proto::model::ObjectKey) -> berth_store::Result<Option<Object>> {
-            self.inner.get(key)
-        }
-        fn list(&self, kind: Kind, namespace: Option<&str>) -> berth_store::Result<Vec<Object>> {
-            self.inner.list(kind, namespace)
-        }
-        fn commit(&self, ops: Vec<Op>) -> berth_store::Result<Vec<Change>> {
-            self.commits
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            assert!(
-                ops.len() <= berth_store::MAX_TXN_OPS,
-                "{} ops in one transaction",
-                ops.len()
-            );
-            self.inner.commit(ops)
-        }
-        fn revision(&self) -> u64 {
-            self.inner.revision()
-        }
-        fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<Change>> {
-            self.inner.subscribe()
-        }
+    #[test]
+    fn groups_fill_up_to_the_limit_in_order() {
+        let sizes = |items: Vec<usize>, limit| groups(items, limit, |n| *n);
+        assert_eq!(sizes(vec![60, 60, 60], 128), [vec![60, 60], vec![60]]);
+        assert_eq!(sizes(vec![1; 5], 2), [vec![1, 1], vec![1, 1], vec![1]]);
+        assert_eq!(
+            sizes(vec![200, 1], 128),
+            [vec![200], vec![1]],
+            "too large: alone"
+        );
+        assert_eq!(sizes(vec![127, 1], 128), [vec![127, 1]]);
+        assert!(sizes(vec![], 128).is_empty());
     }
 
     #[tokio::test]
     async fn joint_commits_stay_within_etcds_operations_a_transaction() {
-        let store = Arc::new(Limited {
-            inner: SledStore::temporary().expect("store"),
-            commits: Default::default(),
-        });
+        let store = LimitedStore::new(berth_store::MAX_TXN_OPS);
         let commits = GroupCommit::spawn(store.clone());
         let batch = |prefix: &str| -> Vec<Op> {
             (0..60).map(|i| create(&format!("{prefix}{i}"))).collect()

@@ -724,10 +724,10 @@ where
         .unwrap_or_else(|e| panic!("spawning the {name} thread: {e}"))
 }
 
-/// A store that makes watchers fall behind, for the tests of the loops that use them.
+/// Stores that misbehave as the real ones may, for the tests of the loops that use them.
 #[cfg(test)]
 pub(crate) mod testing {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
 
     use berth_proto::model::{Kind, Object, ObjectKey};
@@ -776,6 +776,51 @@ pub(crate) mod testing {
         }
         fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
             self.changes.subscribe()
+        }
+    }
+
+    /// A store that, as etcd, cannot commit a transaction of more than `limit` operations
+    /// (the test fails if asked to), and counts the transactions it was asked for.
+    pub(crate) struct LimitedStore {
+        inner: SledStore,
+        limit: usize,
+        /// Transactions asked for so far.
+        pub(crate) commits: AtomicUsize,
+    }
+
+    impl LimitedStore {
+        /// An empty store refusing commits of more than `limit` operations.
+        pub(crate) fn new(limit: usize) -> Arc<Self> {
+            Arc::new(LimitedStore {
+                inner: SledStore::temporary().expect("temporary store"),
+                limit,
+                commits: AtomicUsize::new(0),
+            })
+        }
+    }
+
+    impl ObjectStore for LimitedStore {
+        fn get(&self, key: &ObjectKey) -> berth_store::Result<Option<Object>> {
+            self.inner.get(key)
+        }
+        fn list(&self, kind: Kind, namespace: Option<&str>) -> berth_store::Result<Vec<Object>> {
+            self.inner.list(kind, namespace)
+        }
+        fn commit(&self, ops: Vec<Op>) -> berth_store::Result<Vec<Change>> {
+            self.commits.fetch_add(1, Ordering::SeqCst);
+            assert!(
+                ops.len() <= self.limit,
+                "{} ops in one transaction, above {}",
+                ops.len(),
+                self.limit
+            );
+            self.inner.commit(ops)
+        }
+        fn revision(&self) -> u64 {
+            self.inner.revision()
+        }
+        fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+            self.inner.subscribe()
         }
     }
 }

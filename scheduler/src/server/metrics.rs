@@ -31,6 +31,11 @@ pub const API_REQUEST_DURATION: &str = "berth_api_request_duration_seconds";
 pub const STORE_COMMIT_DURATION: &str = "berth_store_commit_duration_seconds";
 /// Histogram `berth_store_commit_batch_size`: writes in one group commit.
 pub const STORE_COMMIT_BATCH: &str = "berth_store_commit_batch_size";
+/// Counter `berth_api_cache_consistent_read_fallbacks_total{reason}`: Gets and Lists that
+/// the API's cache could not serve consistently (`timeout`: it did not reach the store's
+/// current revision within 3 s; `revision unknown`: the store did not answer), served from
+/// the store instead.
+pub const CONSISTENT_READ_FALLBACKS: &str = "berth_api_cache_consistent_read_fallbacks_total";
 /// Gauge `berth_agent_sessions`: agents connected now.
 pub const AGENT_SESSIONS: &str = "berth_agent_sessions";
 /// Gauge `berth_nodes{condition, status}`: nodes whose condition has that status.
@@ -96,6 +101,10 @@ fn describe() {
         "Duration of one group commit of writes to the store"
     );
     describe_histogram!(STORE_COMMIT_BATCH, "Writes committed in one group commit");
+    describe_counter!(
+        CONSISTENT_READ_FALLBACKS,
+        "Gets and lists served from the store because the cache could not be brought up to the store's revision, by reason"
+    );
     describe_gauge!(AGENT_SESSIONS, "Agents connected to this scheduler");
     describe_gauge!(
         NODES,
@@ -165,6 +174,11 @@ impl NodeGauges {
                 .set(*count as f64);
         }
     }
+}
+
+/// A Get or List the cache could not serve consistently went to the store, for `reason`.
+pub fn consistent_read_fallback(reason: &'static str) {
+    metrics::counter!(CONSISTENT_READ_FALLBACKS, "reason" => reason).increment(1);
 }
 
 /// The writer committed `writes` writes in one transaction, in `elapsed`.

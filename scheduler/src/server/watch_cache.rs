@@ -7,19 +7,27 @@
 //!   (kube's `410 Gone`, reason `Expired`), which tells the client to list again.
 //! - [`ObjectCache`] holds the latest state of every object but Events, so that a read
 //!   neither scans nor decodes the store. Reads are consistent (kube's resourceVersion "",
-//!   served from the cache as kube's consistent reads are): before answering, the cache
-//!   takes every change the store has broadcast, and the store broadcasts a commit's
-//!   changes before the commit returns, so a read sees every write acknowledged before it
-//!   began — a client sees its own writes.
+//!   served from the cache as kube's consistent reads from cache, KEP 2340, are): before
+//!   answering, the cache asks the store for its current revision (on etcd a quorum read;
+//!   on sled the last one assigned), waits until the store has broadcast every change up to
+//!   it (at most [`CONSISTENT_READ_TIMEOUT`]; past that the read goes to the store itself,
+//!   counted in [`CONSISTENT_READ_FALLBACKS`](super::metrics::CONSISTENT_READ_FALLBACKS)),
+//!   then takes every change broadcast. So a read sees every write acknowledged before it
+//!   began, through this replica or another.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use berth_proto::model::Kind;
 use berth_store::{Change, ObjectStore};
 use tokio::sync::broadcast;
 
 use super::informer::{Informer, Reflector};
+
+/// The longest a read waits for the cache to reach the store's current revision (kube's
+/// `blockTimeout` of consistent reads from cache) before it reads the store instead.
+pub const CONSISTENT_READ_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How many of the latest changes are kept for watches that start from a version.
 pub const HISTORY_CHANGES: usize = 4096;
@@ -173,6 +181,8 @@ impl WatchCache {
 /// the cache would mostly hold them; reads of events go to the store.
 pub struct ObjectCache {
     informer: Mutex<Informer>,
+    /// Asked for its current revision before each read.
+    store: Arc<dyn ObjectStore>,
 }
 
 impl ObjectCache {
@@ -202,7 +212,8 @@ impl ObjectCache {
             .filter(|k| ObjectCache::holds(*k))
             .collect();
         let cache = ObjectCache {
-            informer: Mutex::new(Informer::new("api cache", store, &kinds)),
+            informer: Mutex::new(Informer::new("api cache", store.clone(), &kinds)),
+            store,
         };
         drop(cache.current());
         cache
@@ -213,14 +224,41 @@ impl ObjectCache {
         kind != Kind::Event
     }
 
-    /// Runs `read` on the cache brought up to date with every change broadcast before this
-    /// call, with the revision it reflects; `None` when the cache cannot be brought up to
-    /// date (its list failed, or the store's stream closed), and the caller must read the
-    /// store. Keep `read` short: it holds the cache's lock (take the objects, encode them
-    /// after).
+    /// Runs `read` on the cache brought up to date with every write committed before this
+    /// call (see the module documentation), with the revision it reflects; `None` when the
+    /// cache cannot be brought up to date (the store's revision could not be read or did
+    /// not reach the cache in time, its list failed, or the store's stream closed), and the
+    /// caller must read the store. Keep `read` short: it holds the cache's lock (take the
+    /// objects, encode them after).
     pub fn read<T>(&self, read: impl FnOnce(&Reflector) -> T) -> Option<T> {
+        if !self.store_changes_arrived() {
+            return None;
+        }
         let informer = self.current();
         informer.is_synced().then(|| read(informer.cache()))
+    }
+
+    /// Whether the store has broadcast every change up to its current revision (waiting
+    /// for it a bounded time).
+    fn store_changes_arrived(&self) -> bool {
+        let revision = match self.store.current_revision() {
+            Ok(revision) => revision,
+            Err(error) => {
+                tracing::debug!(%error, "no current revision; reading the store");
+                super::metrics::consistent_read_fallback("revision unknown");
+                return false;
+            }
+        };
+        let arrived = self.store.wait_sent(revision, CONSISTENT_READ_TIMEOUT);
+        if !arrived {
+            tracing::warn!(
+                revision,
+                timeout = ?CONSISTENT_READ_TIMEOUT,
+                "the cache did not reach the store's revision in time; reading the store"
+            );
+            super::metrics::consistent_read_fallback("timeout");
+        }
+        arrived
     }
 
     /// Takes what the store has broadcast, without waiting for the lock: the change
@@ -314,6 +352,77 @@ mod tests {
             .read(|c| c.get_shared(&key).is_none())
             .expect("current"));
         assert!(ObjectCache::holds(Kind::Pod) && !ObjectCache::holds(Kind::Event));
+    }
+
+    /// A store whose changes reach subscribers only while a reader waits for them, and only
+    /// if they arrive in time: an etcd replica's watch, which delivers writes made through
+    /// another replica a little later.
+    struct HeldBackStore {
+        inner: berth_store::SledStore,
+        changes: broadcast::Sender<Arc<Change>>,
+        held: Mutex<Vec<Change>>,
+        /// Whether the held changes arrive within a reader's wait.
+        in_time: std::sync::atomic::AtomicBool,
+    }
+
+    impl ObjectStore for HeldBackStore {
+        fn get(&self, key: &berth_proto::model::ObjectKey) -> berth_store::Result<Option<Object>> {
+            self.inner.get(key)
+        }
+        fn list(&self, kind: Kind, namespace: Option<&str>) -> berth_store::Result<Vec<Object>> {
+            self.inner.list(kind, namespace)
+        }
+        fn commit(&self, ops: Vec<Op>) -> berth_store::Result<Vec<Change>> {
+            let changes = self.inner.commit(ops)?;
+            self.held
+                .lock()
+                .expect("held")
+                .extend(changes.iter().cloned());
+            Ok(changes)
+        }
+        fn revision(&self) -> u64 {
+            self.inner.revision()
+        }
+        fn wait_sent(&self, revision: u64, _timeout: std::time::Duration) -> bool {
+            assert_eq!(revision, self.inner.revision(), "the current revision");
+            if !self.in_time.load(std::sync::atomic::Ordering::SeqCst) {
+                return false;
+            }
+            for change in self.held.lock().expect("held").drain(..) {
+                let _ = self.changes.send(Arc::new(change));
+            }
+            true
+        }
+        fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+            self.changes.subscribe()
+        }
+    }
+
+    #[test]
+    fn a_read_waits_for_writes_made_elsewhere_and_reads_the_store_when_they_are_late() {
+        let held = Arc::new(HeldBackStore {
+            inner: berth_store::SledStore::temporary().expect("temporary store"),
+            changes: broadcast::channel(64).0,
+            held: Mutex::new(Vec::new()),
+            in_time: true.into(),
+        });
+        let store: Arc<dyn ObjectStore> = held.clone();
+        let cache = ObjectCache::new(store.clone());
+        for i in 0..3 {
+            let name = format!("p{i}");
+            store
+                .commit(vec![Op::Create(pod_named(&name))])
+                .expect("committed");
+            let (names, revision) = cached_pods(&cache).expect("arrived in time");
+            assert_eq!(names.last(), Some(&name), "the write, at once");
+            assert_eq!(revision, store.revision());
+        }
+        held.in_time
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        store
+            .commit(vec![Op::Create(pod_named("late"))])
+            .expect("committed");
+        assert_eq!(cached_pods(&cache), None, "late: the store must answer");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Batched writes: the scheduling loop's binds, status updates and events go through one
-//! task that commits whatever has queued up in a single store transaction, so one disk flush
-//! serves many writes (group commit). If a batch fails, its writes are retried one by one so
+//! task that commits whatever has queued up in as few store transactions as etcd's limit of
+//! operations per transaction allows (counting the leader's fence), so one disk flush serves
+//! many writes (group commit). If a joint commit fails, its writes are retried one by one so
 //! that one stale write cannot sink the others.
 
 use std::sync::Arc;
@@ -9,7 +10,8 @@ use berth_store::{ObjectStore, Op};
 use tokio::sync::mpsc;
 use tracing::{debug, error, warn};
 
-/// Most writes committed in one transaction.
+/// Most writes taken from the queue at once (committed in transactions of at most
+/// [`berth_store::MAX_FENCED_TXN_OPS`] operations).
 const MAX_BATCH: usize = 512;
 
 /// One write and who wants to hear that it failed.
@@ -113,8 +115,19 @@ async fn run(
     debug!("writer stopped");
 }
 
-/// Commits the batch, or each write alone if the batch fails; returns the failure notices.
+/// Commits the writes in as few fenced transactions as etcd's limit allows, each group
+/// jointly or, if that fails, write by write; returns the failure notices.
 fn commit(store: &dyn ObjectStore, writes: Vec<Write>) -> Vec<FailureNotice> {
+    let limit = berth_store::MAX_FENCED_TXN_OPS;
+    super::group_commit::groups(writes, limit, |w| w.before.len() + 1)
+        .into_iter()
+        .flat_map(|group| commit_group(store, group))
+        .collect()
+}
+
+/// Commits the writes in one transaction, or each alone if that fails; returns the failure
+/// notices.
+fn commit_group(store: &dyn ObjectStore, writes: Vec<Write>) -> Vec<FailureNotice> {
     let ops: Vec<Op> = writes.iter().flat_map(Write::ops).collect();
     if writes.len() > 1 && store.commit(ops).is_ok() {
         return Vec::new();
@@ -214,6 +227,25 @@ mod tests {
         let mut ns = Namespace::default();
         ns.metadata.name = format!("own-{name}");
         Object::Namespace(ns)
+    }
+
+    /// 300 writes taken at once commit in transactions etcd accepts (fenced: 127 operations
+    /// at most), all three jointly.
+    #[test]
+    fn a_large_batch_commits_in_transactions_within_etcds_limit() {
+        let store =
+            crate::server::informer::testing::LimitedStore::new(berth_store::MAX_FENCED_TXN_OPS);
+        let writes = (0..300)
+            .map(|i| Write {
+                before: Vec::new(),
+                op: Op::Create(namespace_named(&format!("n{i}"))),
+                on_failure: None,
+                refresh_before: None,
+            })
+            .collect();
+        assert!(commit(store.as_ref(), writes).is_empty(), "no failure");
+        assert_eq!(store.commits.load(std::sync::atomic::Ordering::SeqCst), 3);
+        assert_eq!(store.list(Kind::Namespace, None).expect("list").len(), 300);
     }
 
     /// Two writes of one batch update the same object from the same stale version (the
