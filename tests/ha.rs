@@ -547,6 +547,56 @@ fn killing_the_leader_mid_run_loses_nothing_and_a_standby_takes_over() {
 }
 
 #[test]
+fn a_write_through_one_replica_is_read_at_once_through_another() {
+    let Some(etcd) = etcd_or_skip("a_write_through_one_replica_is_read_at_once_through_another")
+    else {
+        return;
+    };
+    let cluster = HaCluster::start(&etcd, 2);
+    let connect = |port: u16| {
+        cluster
+            .rt
+            .block_on(Client::connect(&format!("127.0.0.1:{port}")))
+            .expect("the replica answers")
+    };
+    let (mut a, mut b) = (
+        connect(cluster.replicas[0].0),
+        connect(cluster.replicas[1].0),
+    );
+    let mut applied = Vec::new();
+    for i in 0..100 {
+        let name = format!("read-{i:03}");
+        let yaml = common::pod_yaml(&name, "100m", "", "");
+        let objects: Vec<Object> =
+            berth_cli::manifest::parse_str("pod.yaml", &yaml, Default::default())
+                .expect("test manifest")
+                .manifests
+                .into_iter()
+                .map(|m| m.object)
+                .collect();
+        cluster
+            .rt
+            .block_on(a.apply(&objects, false))
+            .expect("applied through replica-1");
+        // At once, on the other replica: its cache waits for its etcd watch to reach the
+        // revision etcd has now (kube's consistent reads from cache).
+        match cluster.rt.block_on(b.get(Kind::Pod, "default", &name)) {
+            Ok(object) => assert_eq!(object.meta().name, name),
+            Err(e) => panic!("try {i}: {name} not read through replica-2: {e}"),
+        }
+        applied.push(name);
+        let listed: Vec<String> = cluster
+            .rt
+            .block_on(b.list(Kind::Pod, "default", "", ""))
+            .expect("listed through replica-2")
+            .iter()
+            .map(|o| o.meta().name.clone())
+            .collect();
+        assert_eq!(listed, applied, "try {i}: the list through replica-2");
+    }
+}
+
+#[test]
 fn killing_an_etcd_member_mid_run_is_only_retried_requests() {
     let Some(etcd) = etcd_or_skip("killing_an_etcd_member_mid_run") else {
         return;
