@@ -597,6 +597,40 @@ fn a_write_through_one_replica_is_read_at_once_through_another() {
 }
 
 #[test]
+fn replicas_exit_on_sigterm_after_etcd_is_gone() {
+    let Some(etcd) = etcd_or_skip("replicas_exit_on_sigterm_after_etcd_is_gone") else {
+        return;
+    };
+    let mut cluster = HaCluster::start(&etcd, 2);
+    cluster.start_agents(2);
+    let leader = cluster.leader();
+    let mut client = cluster.client();
+    cluster
+        .rt
+        .block_on(client.apply(&pod_batch(0, "gone"), false))
+        .expect("applied");
+    for member in &mut cluster.etcd {
+        member.kill();
+    }
+    // The leader (its loops and writers draining against no etcd) and the standby (its
+    // campaign retrying against no etcd) both stop by themselves.
+    for i in [leader, 1 - leader] {
+        let replica = &mut cluster.replicas[i].1;
+        replica.signal("TERM");
+        let name = replica.name.clone();
+        let exited = (0..600).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            matches!(cluster.replicas[i].1.child.try_wait(), Ok(Some(_)))
+        });
+        assert!(
+            exited,
+            "{name} did not exit within 30 s of SIGTERM:\n{}",
+            cluster.log_of(&name)
+        );
+    }
+}
+
+#[test]
 fn killing_an_etcd_member_mid_run_is_only_retried_requests() {
     let Some(etcd) = etcd_or_skip("killing_an_etcd_member_mid_run") else {
         return;

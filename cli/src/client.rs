@@ -306,7 +306,9 @@ async fn try_connect_from(target: &Target, start: usize) -> Result<(Api, usize),
 /// Whether a call that failed this way may succeed on another replica: the server went
 /// away (or never answered), as opposed to refusing the request.
 fn is_retryable(status: &Status) -> bool {
-    status.code() == Code::Unavailable
+    // Cancelled: the connection closed under the request (hyper's "operation was
+    // canceled"), as when its replica is killed; the server itself never answers so.
+    matches!(status.code(), Code::Unavailable | Code::Cancelled)
 }
 
 /// What the server did with one applied object.

@@ -54,12 +54,19 @@ where
         .enable_all()
         .build()
         .context("building the tokio runtime")?;
-    runtime.block_on(async move {
+    let result = runtime.block_on(async move {
         let shutdown = CancellationToken::new();
         tokio::spawn(cancel_on_signal(shutdown.clone()));
         body(shutdown).await
-    })
+    });
+    // A blocking call still waiting on an unreachable store (etcd gone) must not keep the
+    // process from exiting once the body has shut down.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    result
 }
+
+/// How long the runtime's blocking calls may still run once the body has returned.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Installs the process's tracing subscriber: to stderr, filtered by `RUST_LOG` (else
 /// `default_level`), as text or JSON lines. A second call (tests running several commands

@@ -166,6 +166,25 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether the store was out of reach (etcd did not answer in time, or its connection
+    /// failed), so that the same request may succeed later; not a refusal of the request.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Timeout { .. } => true,
+            Error::Etcd { source, .. } => matches!(
+                source.code(),
+                tonic::Code::Unavailable
+                    | tonic::Code::DeadlineExceeded
+                    | tonic::Code::Cancelled
+                    | tonic::Code::Unknown
+                    | tonic::Code::Aborted
+            ),
+            _ => false,
+        }
+    }
+}
+
 /// An object key as it appears in messages: `pod default/web-1`, `node n1`.
 struct Subject<'a>(&'a ObjectKey);
 

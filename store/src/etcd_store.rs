@@ -255,7 +255,7 @@ impl Shared {
         let deadline = Instant::now() + self.config.request_timeout * 2;
         loop {
             match self.request(operation, attempt(self.kv.clone())).await {
-                Err(e) if is_transient(&e) && Instant::now() < deadline => {
+                Err(e) if e.is_transient() && Instant::now() < deadline => {
                     tracing::debug!(operation, error = %e, "etcd read failed; retrying");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(1));
@@ -687,7 +687,7 @@ async fn commit(shared: &Shared, ops: Vec<Op>, fence: Option<&Guard>) -> Result<
                 // Someone wrote one of the keys in between: read again and re-check.
                 tracing::debug!(read_revision, "commit raced another write; retrying");
             }
-            Err(e) if is_transient(&e) => {
+            Err(e) if e.is_transient() => {
                 tracing::warn!(error = %e, "commit outcome unknown; reading back before retrying");
                 unknown = Some((plan, read_revision));
             }
@@ -1190,22 +1190,6 @@ fn etcd_error(operation: &'static str, status: tonic::Status) -> Error {
     }
 }
 
-/// Whether a failed request may not have reached etcd or may succeed if sent again.
-fn is_transient(e: &Error) -> bool {
-    match e {
-        Error::Timeout { .. } => true,
-        Error::Etcd { source, .. } => matches!(
-            source.code(),
-            tonic::Code::Unavailable
-                | tonic::Code::DeadlineExceeded
-                | tonic::Code::Cancelled
-                | tonic::Code::Unknown
-                | tonic::Code::Aborted
-        ),
-        _ => false,
-    }
-}
-
 /// Leader election on an etcd lease: the leader holds the election key, created with its
 /// lease if absent, and renews the lease every retry period; it loses leadership when it
 /// has not renewed within the renew deadline or the key is no longer the one it created.
@@ -1239,7 +1223,7 @@ impl Elector for EtcdElector {
                 }
                 Ok(None) => {}
                 // etcd out of reach for a while: a standby keeps trying, as kube's does.
-                Err(e) if is_transient(&e) => {
+                Err(e) if e.is_transient() => {
                     tracing::warn!(identity, error = %e, "campaign attempt failed; retrying");
                 }
                 Err(e) => return Err(e),

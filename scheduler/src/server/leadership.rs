@@ -154,17 +154,15 @@ pub async fn run(
                     .await
             }
         });
-        let campaign = tokio::task::spawn_blocking({
-            let (elector, identity) = (elector.clone(), config.identity.clone());
-            move || elector.campaign(&identity)
-        });
+        let campaign = campaign(elector.clone(), config.identity.clone());
         info!(identity = %config.identity, "campaigning for leadership");
         let won = tokio::select! {
             _ = shutdown.cancelled() => {
                 standby.cancel();
                 let _ = refusing.await;
-                // A campaign still blocked is abandoned; a leadership it wins later is
-                // dropped with it, which releases it.
+                // A campaign still blocked is abandoned (its thread is not waited for: a
+                // standby keeps campaigning while etcd is out of reach); a leadership it
+                // wins later is dropped with it, which releases it.
                 return;
             }
             won = campaign => won,
@@ -180,8 +178,8 @@ pub async fn run(
                     () = tokio::time::sleep(CAMPAIGN_RETRY) => continue,
                 }
             }
-            Err(e) => {
-                error!(error = %e, "the campaign's thread failed; retrying");
+            Err(_) => {
+                error!("the campaign's thread failed; retrying");
                 continue;
             }
         };
@@ -207,6 +205,26 @@ pub async fn run(
         }
         drop(leadership);
     }
+}
+
+/// Campaigns on a thread of its own, detached: unlike a runtime's blocking task, the
+/// runtime's shutdown does not wait for it, so a standby campaigning against an unreachable
+/// etcd still exits on SIGTERM. The result arrives on the channel (which fails if the
+/// thread panicked); dropping the receiver drops a leadership won later, releasing it.
+fn campaign(
+    elector: Arc<dyn Elector>,
+    identity: String,
+) -> tokio::sync::oneshot::Receiver<berth_store::Result<berth_store::Leadership>> {
+    let (won, result) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("campaign".into())
+        .spawn(move || {
+            let _ = won.send(elector.campaign(&identity));
+        });
+    if let Err(e) = spawned {
+        error!(error = %e, "cannot start the campaign's thread");
+    }
+    result
 }
 
 /// This replica's identity in the election: the host's name and a random suffix, as
@@ -314,6 +332,48 @@ mod tests {
             let got = args.election().err().map(|e| e.to_string());
             assert_eq!(got.as_deref(), case.error, "{}", case.name);
         }
+    }
+
+    /// An election that never decides: the campaign blocks for good (etcd out of reach).
+    struct Undecided;
+
+    impl Elector for Undecided {
+        fn campaign(&self, _: &str) -> berth_store::Result<berth_store::Leadership> {
+            loop {
+                std::thread::park();
+            }
+        }
+    }
+
+    /// A standby still campaigning when shutdown comes ends, and so does its runtime: the
+    /// campaign is not a blocking task the runtime's shutdown would wait for.
+    #[test]
+    fn a_standby_whose_campaign_hangs_still_shuts_down() {
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let _inside = runtime.enter();
+            let store: Arc<dyn ObjectStore> = Arc::new(SledStore::temporary().expect("store"));
+            let shutdown = CancellationToken::new();
+            let task = runtime.spawn(run(
+                Arc::new(Undecided),
+                store,
+                config("standby"),
+                shutdown.clone(),
+            ));
+            shutdown.cancel();
+            runtime.block_on(task).expect("the replica's loop ends");
+            drop(_inside);
+            // Waits for the runtime's blocking tasks: a campaign among them would hang here.
+            drop(runtime);
+            let _ = done_tx.send(());
+        });
+        done.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the runtime shut down with the campaign pending");
     }
 
     /// Of two replicas sharing a store, only the leader schedules; when it steps down (on

@@ -55,7 +55,7 @@ use berth_proto::model::Kind;
 use berth_proto::pb;
 use berth_store::{Backend, ElectionConfig, ObjectStore};
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use crate::profile::Profiles;
 
@@ -260,6 +260,9 @@ impl InProcess {
     }
 }
 
+/// How long a stopping server waits for its open requests before it closes them.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Runs the scheduler until `shutdown` fires. `ready` receives the bound address once the
 /// server accepts connections (useful with port 0).
 pub async fn run(
@@ -413,7 +416,7 @@ pub async fn run(
         let _ = ready.send(addr);
     }
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let result = server
+    let serving = server
         .layer(metrics::ApiMetricsLayer)
         .add_service(health_service)
         .add_service(reflection_v1)
@@ -444,9 +447,19 @@ pub async fn run(
                     .with_explainer(explain.explainer()),
             )),
         )
-        .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
-        .await
-        .map_err(ServeError::Transport);
+        .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned());
+    // A graceful stop waits for open requests; one waiting on an unreachable store (etcd
+    // gone), or a client that keeps its connection busy, must not hold the stop forever.
+    let result = tokio::select! {
+        result = serving => result.map_err(ServeError::Transport),
+        () = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            warn!(grace = ?SHUTDOWN_GRACE, "requests still open after the shutdown grace period; closing");
+            Ok(())
+        }
+    };
 
     // Shut down in order: no new scheduling, then the pending writes, then the store.
     shutdown.cancel();
@@ -462,12 +475,19 @@ pub async fn run(
         join_loop("web view", web.thread).await;
     }
     // The leader's loops end and drain their own writer; then the agents' writer drains.
-    join_loop("agent dispatcher", dispatcher).await;
-    if let Err(e) = leader_task.await {
+    // All within one more grace period: with the store out of reach they may not finish.
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    within(
+        deadline,
+        "agent dispatcher",
+        join_loop("agent dispatcher", dispatcher),
+    )
+    .await;
+    if let Some(Err(e)) = within(deadline, "leader's loops", leader_task).await {
         error!(error = %e, "the leader's loops failed");
     }
     drop(writer);
-    if let Err(e) = writer_task.await {
+    if let Some(Err(e)) = within(deadline, "writer", writer_task).await {
         error!(error = %e, "the writer failed; writes queued at shutdown may be lost");
     }
     info!("berth-scheduler stopped");
@@ -491,6 +511,23 @@ fn agents_service(
             (args.node_monitor_grace_period / 4).min(std::time::Duration::from_secs(10)),
         ),
     }
+}
+
+/// Waits for one step of the shutdown until `deadline`; past it, says so and goes on
+/// without it (what it still had to write is lost, as in a crash).
+async fn within<F: std::future::Future>(
+    deadline: tokio::time::Instant,
+    step: &'static str,
+    future: F,
+) -> Option<F::Output> {
+    let finished = tokio::time::timeout_at(deadline, future).await.ok();
+    if finished.is_none() {
+        warn!(
+            step,
+            "shutdown step unfinished after the grace period; going on without it"
+        );
+    }
+    finished
 }
 
 /// Waits for a loop's thread to end, saying so if it ended by a panic (already reported by

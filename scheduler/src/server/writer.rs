@@ -126,49 +126,71 @@ fn commit(store: &dyn ObjectStore, writes: Vec<Write>) -> Vec<FailureNotice> {
 }
 
 /// Commits the writes in one transaction, or each alone if that fails; returns the failure
-/// notices.
+/// notices. Once the store is out of reach (etcd gone: a commit failed with a transient
+/// error after its own retries), the writes left fail at once with that error rather than
+/// each waiting as long again, so that a shutdown without etcd ends.
 fn commit_group(store: &dyn ObjectStore, writes: Vec<Write>) -> Vec<FailureNotice> {
-    let ops: Vec<Op> = writes.iter().flat_map(Write::ops).collect();
-    if writes.len() > 1 && store.commit(ops).is_ok() {
-        return Vec::new();
+    let mut unreachable: Option<berth_store::Error> = None;
+    if writes.len() > 1 {
+        let ops: Vec<Op> = writes.iter().flat_map(Write::ops).collect();
+        match store.commit(ops) {
+            Ok(_) => return Vec::new(),
+            Err(e) if e.is_transient() => unreachable = Some(e),
+            Err(_) => {}
+        }
     }
     let mut failed = Vec::new();
     for mut write in writes {
-        let mut result = store.commit(write.ops());
-        if let Some(refresh) = &write.refresh_before {
-            for _ in 0..REFRESH_ATTEMPTS {
-                if !matches!(result, Err(berth_store::Error::Conflict { .. })) {
-                    break;
-                }
-                match refresh(store) {
-                    Ok(before) => write.before = before,
-                    Err(reason) => {
-                        debug!(%reason, "write not retried");
-                        break;
-                    }
-                }
-                result = store.commit(write.ops());
-            }
-        }
-        if let Err(e) = result {
-            debug!(error = %e, "write failed");
-            match write.on_failure {
-                Some(mut notice) => {
-                    notice.error = e.to_string();
-                    failed.push(notice);
-                }
-                None => {
-                    if !matches!(
+        let result = match &unreachable {
+            Some(e) => Err(e.to_string()),
+            None => commit_alone(store, &mut write).map_err(|e| {
+                let message = e.to_string();
+                if e.is_transient() {
+                    unreachable = Some(e);
+                } else if write.on_failure.is_none()
+                    && !matches!(
                         e,
                         berth_store::Error::Conflict { .. } | berth_store::Error::NotFound { .. }
-                    ) {
-                        warn!(error = %e, "write failed");
-                    }
+                    )
+                {
+                    warn!(error = %e, "write failed");
                 }
+                message
+            }),
+        };
+        if let Err(error) = result {
+            debug!(%error, "write failed");
+            if let Some(mut notice) = write.on_failure {
+                notice.error = error;
+                failed.push(notice);
             }
         }
     }
+    if let Some(e) = unreachable {
+        warn!(error = %e, "the store is out of reach; the writes of this batch failed");
+    }
     failed
+}
+
+/// Commits one write, rebuilding its `before` ops on conflict when it says how.
+fn commit_alone(store: &dyn ObjectStore, write: &mut Write) -> Result<(), berth_store::Error> {
+    let mut result = store.commit(write.ops());
+    if let Some(refresh) = &write.refresh_before {
+        for _ in 0..REFRESH_ATTEMPTS {
+            if !matches!(result, Err(berth_store::Error::Conflict { .. })) {
+                break;
+            }
+            match refresh(store) {
+                Ok(before) => write.before = before,
+                Err(reason) => {
+                    debug!(%reason, "write not retried");
+                    break;
+                }
+            }
+            result = store.commit(write.ops());
+        }
+    }
+    result.map(drop)
 }
 
 #[cfg(test)]
@@ -246,6 +268,57 @@ mod tests {
         assert!(commit(store.as_ref(), writes).is_empty(), "no failure");
         assert_eq!(store.commits.load(std::sync::atomic::Ordering::SeqCst), 3);
         assert_eq!(store.list(Kind::Namespace, None).expect("list").len(), 300);
+    }
+
+    /// A store out of reach: every commit times out (after its own retries, on etcd).
+    #[derive(Default)]
+    struct Unreachable {
+        commits: std::sync::atomic::AtomicUsize,
+    }
+
+    impl ObjectStore for Unreachable {
+        fn get(&self, _: &ObjectKey) -> berth_store::Result<Option<Object>> {
+            Ok(None)
+        }
+        fn list(&self, _: Kind, _: Option<&str>) -> berth_store::Result<Vec<Object>> {
+            Ok(Vec::new())
+        }
+        fn commit(&self, _: Vec<Op>) -> berth_store::Result<Vec<berth_store::Change>> {
+            self.commits
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err(berth_store::Error::Timeout {
+                operation: "commit",
+                after: std::time::Duration::from_secs(5),
+            })
+        }
+        fn revision(&self) -> u64 {
+            0
+        }
+        fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<berth_store::Change>> {
+            tokio::sync::broadcast::channel(1).1
+        }
+    }
+
+    /// With the store out of reach, a batch costs one commit, not one per write: every
+    /// write is reported failed with the store's error.
+    #[test]
+    fn writes_fail_at_once_when_the_store_is_out_of_reach() {
+        let store = Unreachable::default();
+        let writes = (0..10)
+            .map(|i| Write {
+                before: Vec::new(),
+                op: Op::Create(namespace_named(&format!("n{i}"))),
+                on_failure: Some(FailureNotice {
+                    pod_uid: format!("uid-{i}"),
+                    error: String::new(),
+                }),
+                refresh_before: None,
+            })
+            .collect();
+        let failed = commit(&store, writes);
+        assert_eq!(store.commits.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(failed.len(), 10);
+        assert!(failed[9].error.contains("timed out"), "{}", failed[9].error);
     }
 
     /// Two writes of one batch update the same object from the same stale version (the
