@@ -74,6 +74,11 @@ impl Event {
     /// The object an apply or delete is about; `None` for [`Event::Init`] and
     /// [`Event::InitDone`].
     pub fn object(&self) -> Option<&Object> {
+        self.shared().map(|object| &**object)
+    }
+
+    /// The object an apply or delete is about, as the shared copy the reflector holds.
+    pub fn shared(&self) -> Option<&Arc<Object>> {
         match self {
             Event::InitApply { object, .. }
             | Event::Apply { object, .. }

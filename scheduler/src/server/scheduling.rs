@@ -37,7 +37,7 @@ use crate::controllers::disruption::disruption_budget;
 use crate::cycle::{Algorithm, Explanation, ScheduleOptions, ScheduleResult};
 use crate::dra::convert;
 use crate::dra::state::{ClaimUpdate, Consumer};
-use crate::framework::{DisruptionBudget, PodInfo};
+use crate::framework::{DisruptionBudget, PodInfo, SharedPod};
 use crate::perf::histogram::LatencyHistogram;
 use crate::profile::Profiles;
 use crate::queue::ClusterEvent;
@@ -58,8 +58,8 @@ const IDLE_TICK: Duration = Duration::from_secs(1);
 
 /// What the loop knows of a pod it has seen.
 struct KnownPod {
-    /// Latest stored version.
-    pod: Arc<Pod>,
+    /// Latest stored version (the informer's copy, shared).
+    pod: SharedPod,
     /// Where the loop placed it before the binding was stored.
     assumed_node: Option<String>,
     /// Last unschedulable message written to the pod, to avoid rewriting the same one.
@@ -335,7 +335,11 @@ impl SchedulingLoop {
                 self.core.pod_gone(uid);
                 self.core.pod_removed(uid, now);
             }
-            (Some(Object::Pod(pod)), false) => self.on_pod(Arc::new(pod.clone()), now),
+            (Some(Object::Pod(_)), false) => {
+                if let Some(pod) = event.shared().cloned().and_then(SharedPod::from_object) {
+                    self.on_pod(pod, now);
+                }
+            }
             (Some(Object::PodDisruptionBudget(pdb)), deleted) => self.on_budget(pdb, deleted),
             (Some(object), deleted) if self.on_device_object(object, deleted) => {
                 self.core
@@ -372,7 +376,7 @@ impl SchedulingLoop {
     }
 
     /// A pod was added or changed in the store.
-    fn on_pod(&mut self, pod: Arc<Pod>, now: Instant) {
+    fn on_pod(&mut self, pod: SharedPod, now: Instant) {
         let uid = pod.metadata.uid.clone();
         let terminal = pod.status.phase.is_terminal();
         let known = self.live.pods.remove(&uid);
@@ -531,7 +535,7 @@ impl SchedulingLoop {
         match self.informer.store().get(&key) {
             Ok(Some(Object::Pod(pod))) if pod.metadata.uid == notice.pod_uid => {
                 self.live.pods.remove(&notice.pod_uid);
-                self.on_pod(Arc::new(pod), now);
+                self.on_pod(SharedPod::from(pod), now);
             }
             Ok(_) => {
                 self.live.pods.remove(&notice.pod_uid);
@@ -767,14 +771,14 @@ impl Cluster for Live {
 
 impl Live {
     /// Writes PodScheduled=False with reason SchedulingGated, once.
-    fn mark_gated(&mut self, pod: &Arc<Pod>) {
+    fn mark_gated(&mut self, pod: &Pod) {
         let gated = pod.status.conditions.iter().any(|c| {
             c.type_ == names::CONDITION_POD_SCHEDULED && c.reason == names::REASON_SCHEDULING_GATED
         });
         if gated {
             return;
         }
-        let mut updated = (**pod).clone();
+        let mut updated = pod.clone();
         set_condition(
             &mut updated.status.conditions,
             PodCondition {

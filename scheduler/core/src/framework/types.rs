@@ -2,12 +2,14 @@
 //! (effective requests, parsed affinity terms, per-node sums), so filters are arithmetic.
 
 use std::collections::BTreeSet;
+use std::fmt;
+use std::ops::Deref;
 use std::sync::Arc;
 
 use berth_model::host_ports::{pod_host_ports, HostPort, HostPortUsage};
 use berth_model::model::{
-    LabelSelector, LabelSelectorOperator, LabelSelectorRequirement, Node, Pod, PodAffinityTerm,
-    StringMap,
+    LabelSelector, LabelSelectorOperator, LabelSelectorRequirement, Node, Object, Pod,
+    PodAffinityTerm, StringMap,
 };
 
 use super::resources::{pod_non_zero_requests, pod_requests, Resources};
@@ -85,11 +87,59 @@ pub struct WeightedAffinityTerm {
     pub term: AffinityTerm,
 }
 
+/// A pod shared, not copied: the live loop hands the core the store's own version (the
+/// `Arc<Object>` its informer and every other cache hold), so each stored pod is in memory
+/// once; it reads as a [`Pod`]. Cloning it clones the `Arc`.
+#[derive(Clone, PartialEq)]
+pub struct SharedPod(Arc<Object>);
+
+impl SharedPod {
+    /// Shares a stored object; `None` unless it is a pod.
+    pub fn from_object(object: Arc<Object>) -> Option<Self> {
+        matches!(*object, Object::Pod(_)).then_some(SharedPod(object))
+    }
+
+    /// The shared object (always an [`Object::Pod`]).
+    pub fn object(&self) -> &Arc<Object> {
+        &self.0
+    }
+}
+
+impl Deref for SharedPod {
+    type Target = Pod;
+
+    fn deref(&self) -> &Pod {
+        match &*self.0 {
+            Object::Pod(pod) => pod,
+            _ => unreachable!("SharedPod is only built around a pod"),
+        }
+    }
+}
+
+impl From<Pod> for SharedPod {
+    fn from(pod: Pod) -> Self {
+        SharedPod(Arc::new(Object::Pod(pod)))
+    }
+}
+
+/// Takes the pod out of its `Arc` when this is the only holder, else copies it.
+impl From<Arc<Pod>> for SharedPod {
+    fn from(pod: Arc<Pod>) -> Self {
+        SharedPod::from(Arc::unwrap_or_clone(pod))
+    }
+}
+
+impl fmt::Debug for SharedPod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Pod::fmt(self, f)
+    }
+}
+
 /// A pod as plugins see it: the object plus everything derived from it once.
 #[derive(Clone, Debug)]
 pub struct PodInfo {
     /// The pod.
-    pub pod: Arc<Pod>,
+    pub pod: SharedPod,
     /// Effective request (fit).
     pub requests: Resources,
     /// CPU counted by scoring (containers without a request count 100m).
@@ -112,7 +162,8 @@ pub struct PodInfo {
 
 impl PodInfo {
     /// Derives everything from the pod.
-    pub fn new(pod: Arc<Pod>) -> Self {
+    pub fn new(pod: impl Into<SharedPod>) -> Self {
+        let pod = pod.into();
         let requests = pod_requests(&pod);
         let (non_zero_milli_cpu, non_zero_memory) = pod_non_zero_requests(&pod);
         let affinity = pod.spec.affinity.as_ref();
