@@ -35,19 +35,22 @@ use super::informer::Informer;
 use super::node_lifecycle::NodeHealth;
 use super::security::{self, Caller, Role};
 use crate::dra;
+use crate::framework::SharedPod;
 
 /// Heartbeat interval the scheduler asks agents for.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
 
-/// What the dispatcher tells a session.
+/// What the dispatcher tells a session. Small on purpose: each session's channel keeps a
+/// block of 32 of these allocated for as long as it is open (with the pod inline, 34 KB per
+/// session), so the pod is the informer's shared copy and the message is boxed.
 #[derive(Debug)]
 enum SessionEvent {
     /// A pod bound to the node was added or changed.
-    Pod(Pod),
+    Pod(SharedPod),
     /// A pod bound to the node was deleted.
-    PodDeleted(Pod),
+    PodDeleted(SharedPod),
     /// A message to pass on as it is (log requests).
-    Message(pb::SchedulerMessage),
+    Message(Box<pb::SchedulerMessage>),
 }
 
 /// Open sessions by node name.
@@ -114,7 +117,7 @@ impl Sessions {
             .expect("sessions lock poisoned")
             .get(node)
         {
-            Some((_, tx)) => tx.send(SessionEvent::Message(msg)).is_ok(),
+            Some((_, tx)) => tx.send(SessionEvent::Message(Box::new(msg))).is_ok(),
             None => false,
         }
     }
@@ -140,7 +143,7 @@ pub async fn dispatch(mut pods: Informer, sessions: Arc<Sessions>, shutdown: Can
             event = pods.next() => event,
         };
         let Some(event) = event else { return };
-        let Some(Object::Pod(pod)) = event.object() else {
+        let Some(pod) = event.shared().cloned().and_then(SharedPod::from_object) else {
             continue;
         };
         if pod.spec.node_name.is_empty() {
@@ -743,7 +746,7 @@ impl pb::agent_server::Agent for AgentService {
                                 started.remove(&pod.metadata.uid);
                                 stop_msg(&pod, "Deleted")
                             }
-                            SessionEvent::Message(msg) => msg,
+                            SessionEvent::Message(msg) => *msg,
                         };
                         if tx.send(Ok(msg)).await.is_err() {
                             break;
