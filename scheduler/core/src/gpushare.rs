@@ -5,6 +5,7 @@
 //! plugins, the lab's metrics and the unit tests read one definition.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The driver (and DeviceClass) of the GPUs the policies see: the lab's OpenB nodes publish
 /// their GPUs under it.
@@ -27,7 +28,7 @@ pub struct NodeGpus {
     /// Free CPU, in millicores.
     pub cpu_free: u64,
     /// The GPU model, `None` for a node without GPUs.
-    pub model: Option<String>,
+    pub model: Option<Arc<str>>,
     /// The free share of each GPU, in thousandths, by GPU index.
     pub free: Vec<u32>,
 }
@@ -186,14 +187,23 @@ impl TargetWorkload {
 /// The GPU capacity of `node` that shape `m` cannot use: all of it when `m` asks no GPU,
 /// is not allowed there or does not fit; else the free shares too small for `m`.
 fn fragment(node: &NodeGpus, m: &Ask, idle: u64) -> u64 {
-    if m.gpus == 0 || !node.fits(m) {
+    if m.gpus == 0 || node.cpu_free < m.cpu_milli || !m.allows(node.model.as_deref()) {
         return idle;
     }
-    node.free
-        .iter()
-        .filter(|&&f| f < m.milli)
-        .map(|&f| u64::from(f))
-        .sum()
+    // One pass: how many GPUs have room for `m`, and the shares of those that do not.
+    let (mut room, mut small) = (0u32, 0u64);
+    for &f in &node.free {
+        if f >= m.milli {
+            room += 1;
+        } else {
+            small += u64::from(f);
+        }
+    }
+    if room >= m.gpus {
+        small
+    } else {
+        idle
+    }
 }
 
 /// The paper's policies, each a score in 0..=100 and a GPU choice for a feasible node.
@@ -264,29 +274,49 @@ impl Policy {
     }
 }
 
-/// FGD's score of placing `ask` on `node` and the GPUs it takes: for a shared task every
-/// GPU with room is tried and the best integer score wins (lowest index on ties); whole-GPU
-/// tasks take the lowest-index free GPUs; CPU-only tasks change only the CPU.
-pub fn fgd(target: &TargetWorkload, node: &NodeGpus, ask: &Ask) -> (i64, Vec<usize>) {
-    by_decrease(target, node, ask, |d| (100.0 * sigmoid(d / 1000.0)) as i64)
+/// FGD's score of placing `ask` on `node` (whose fragmentation is `before`) and the GPUs
+/// it takes: for a shared task every GPU with room is tried and the best integer score wins
+/// (lowest index on ties); whole-GPU tasks take the lowest-index free GPUs; CPU-only tasks
+/// change only the CPU.
+pub fn fgd(target: &TargetWorkload, node: &NodeGpus, before: f64, ask: &Ask) -> (i64, Vec<usize>) {
+    by_decrease(target, node, before, ask, |d| {
+        (100.0 * sigmoid(d / 1000.0)) as i64
+    })
 }
 
 /// FGDFine's raw score (before normalisation) and GPUs: as [`fgd`], with the decrease of
 /// the node's fragmentation itself as the score, in millionths of a GPU (rounded).
-pub fn fgd_fine(target: &TargetWorkload, node: &NodeGpus, ask: &Ask) -> (i64, Vec<usize>) {
-    by_decrease(target, node, ask, |d| (d * 1000.0).round() as i64)
+pub fn fgd_fine(
+    target: &TargetWorkload,
+    node: &NodeGpus,
+    before: f64,
+    ask: &Ask,
+) -> (i64, Vec<usize>) {
+    by_decrease(target, node, before, ask, |d| (d * 1000.0).round() as i64)
 }
 
 /// FGD's placement with `score` of the node's fragmentation decrease (thousandths of a
-/// GPU): a shared task's GPU is the lowest-index one with the best score.
+/// GPU) from `before`: a shared task's GPU is the lowest-index one with the best score.
 fn by_decrease(
     target: &TargetWorkload,
     node: &NodeGpus,
+    before: f64,
     ask: &Ask,
     score: impl Fn(f64) -> i64,
 ) -> (i64, Vec<usize>) {
-    let before = target.fragmentation(node);
-    let score = |gpus: &[usize]| score(before - target.fragmentation(&node.after(ask, gpus)));
+    // One copy of the node, with the task's CPU taken, on which each choice of GPUs is
+    // tried and taken back.
+    let mut after = node.after(ask, &[]);
+    let mut score = |gpus: &[usize]| {
+        for &g in gpus {
+            after.free[g] = node.free[g].saturating_sub(ask.milli);
+        }
+        let s = score(before - target.fragmentation(&after));
+        for &g in gpus {
+            after.free[g] = node.free[g];
+        }
+        s
+    };
     if ask.is_shared() {
         let mut best: Option<(i64, usize)> = None;
         for g in (0..node.free.len()).filter(|&g| node.free[g] >= ask.milli) {
@@ -350,16 +380,12 @@ pub fn gpu_packing(node: &NodeGpus, ask: &Ask) -> i64 {
 
 /// GpuClustering's score (0 for CPU-only tasks): 75 when the node hosts only GPU tasks of
 /// this kind, 50 when several kinds including this one, 25 when no GPU task, 0 when only
-/// other kinds; plus the integer part of 25 · (8 GPUs − free GPU) / 8 GPUs.
-pub fn gpu_clustering(node: &NodeGpus, hosted: &BTreeMap<GpuKind, usize>, ask: &Ask) -> i64 {
+/// other kinds; plus the integer part of 25 · (8 GPUs − free GPU) / 8 GPUs. `hosted`: the
+/// kinds of GPU task on the node, each once.
+pub fn gpu_clustering(node: &NodeGpus, hosted: &[GpuKind], ask: &Ask) -> i64 {
     let Some(kind) = ask.kind() else {
         return 0;
     };
-    let hosted: Vec<GpuKind> = hosted
-        .iter()
-        .filter(|(_, &n)| n > 0)
-        .map(|(k, _)| *k)
-        .collect();
     let base = match (hosted.contains(&kind), hosted.len()) {
         (true, 1) => 75,
         (true, _) => 50,
@@ -451,10 +477,10 @@ mod tests {
     fn fgd_tries_every_gpu_for_a_shared_task() {
         let (target, n) = worked();
         // Placing 300 on the 300 GPU removes a fragment: better than breaking a whole GPU.
-        let (score, gpus) = fgd(&target, &n, &ask(1, 1, 300));
+        let (score, gpus) = fgd(&target, &n, target.fragmentation(&n), &ask(1, 1, 300));
         assert_eq!(gpus, vec![6]);
         assert!(score > 50, "{score}");
-        let (_, gpus) = fgd(&target, &n, &ask(1, 2, 1000));
+        let (_, gpus) = fgd(&target, &n, target.fragmentation(&n), &ask(1, 2, 1000));
         assert_eq!(gpus, vec![0, 1]);
     }
 
@@ -467,13 +493,28 @@ mod tests {
         // A share of 10 or of 20 leaves the GPU shape's fragment as it is and takes half
         // of itself off the CPU-only shape's (all idle capacity): decreases of 5 and 10.
         let (small, large) = (ask(1, 1, 10), ask(1, 1, 20));
-        assert_eq!(fgd(&target, &n, &small), (50, vec![0]));
-        assert_eq!(fgd(&target, &n, &large), (50, vec![0]));
-        assert_eq!(fgd_fine(&target, &n, &small), (5000, vec![0]));
-        assert_eq!(fgd_fine(&target, &n, &large), (10000, vec![0]));
+        assert_eq!(
+            fgd(&target, &n, target.fragmentation(&n), &small),
+            (50, vec![0])
+        );
+        assert_eq!(
+            fgd(&target, &n, target.fragmentation(&n), &large),
+            (50, vec![0])
+        );
+        assert_eq!(
+            fgd_fine(&target, &n, target.fragmentation(&n), &small),
+            (5000, vec![0])
+        );
+        assert_eq!(
+            fgd_fine(&target, &n, target.fragmentation(&n), &large),
+            (10000, vec![0])
+        );
         // Taking 20 of the 510 GPU leaves a fragment below 500: the whole GPU is better.
         let n = node(8, &[510, 1000]);
-        assert_eq!(fgd_fine(&target, &n, &large).1, vec![1]);
+        assert_eq!(
+            fgd_fine(&target, &n, target.fragmentation(&n), &large).1,
+            vec![1]
+        );
         let mut scores = [5000, 10000, -2000];
         normalise(&mut scores);
         assert_eq!(scores, [58, 100, 0], "only the largest decrease scores 100");
@@ -501,7 +542,7 @@ mod tests {
         for (name, n, a, want) in cases {
             assert_eq!(gpu_packing(&n, &a), want, "{name}");
         }
-        let none = BTreeMap::new();
+        let none = [];
         assert_eq!(
             gpu_clustering(&node(64, &[1000, 1000]), &none, &ask(1, 1, 500)),
             43
@@ -510,7 +551,7 @@ mod tests {
             gpu_clustering(&node(64, &[1000; 8]), &none, &ask(1, 1, 500)),
             25
         );
-        let shared = BTreeMap::from([(GpuKind::Shared, 2)]);
+        let shared = [GpuKind::Shared];
         assert_eq!(
             gpu_clustering(&node(64, &[1000; 8]), &shared, &ask(1, 1, 500)),
             75
@@ -519,7 +560,7 @@ mod tests {
             gpu_clustering(&node(64, &[1000; 8]), &shared, &ask(1, 1, 1000)),
             0
         );
-        let both = BTreeMap::from([(GpuKind::Shared, 1), (GpuKind::Whole(1), 1)]);
+        let both = [GpuKind::Shared, GpuKind::Whole(1)];
         assert_eq!(
             gpu_clustering(&node(64, &[1000; 8]), &both, &ask(1, 1, 1000)),
             50

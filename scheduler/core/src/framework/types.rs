@@ -244,8 +244,17 @@ pub struct NodeInfo {
     pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
     /// Host ports the pods hold (kube's `UsedPorts`).
     pub used_ports: HostPortUsage,
-    /// Bumped on every change; lets observers tell what changed.
+    /// Renewed on every change, from a counter shared by every NodeInfo of the process:
+    /// two NodeInfos with the same generation are copies of one state (caches may key on
+    /// it).
     pub generation: u64,
+}
+
+/// Source of [`NodeInfo::generation`] values.
+static NEXT_NODE_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_node_generation() -> u64 {
+    NEXT_NODE_GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl NodeInfo {
@@ -262,7 +271,7 @@ impl NodeInfo {
             pods_with_affinity: Vec::new(),
             pods_with_required_anti_affinity: Vec::new(),
             used_ports: HostPortUsage::new(),
-            generation: 0,
+            generation: next_node_generation(),
         }
     }
 
@@ -280,7 +289,7 @@ impl NodeInfo {
     pub fn set_node(&mut self, node: Arc<Node>) {
         self.allocatable = Resources::from_list(node.allocatable());
         self.node = node;
-        self.generation += 1;
+        self.generation = next_node_generation();
     }
 
     /// Accounts for a pod placed on the node.
@@ -296,7 +305,7 @@ impl NodeInfo {
         }
         self.used_ports.add(&pod.host_ports);
         self.pods.push(pod);
-        self.generation += 1;
+        self.generation = next_node_generation();
     }
 
     /// Removes the pod with this uid; returns it if it was there. The search starts from
@@ -313,7 +322,7 @@ impl NodeInfo {
         self.used_ports.remove(&pod.host_ports);
         self.non_zero_milli_cpu -= pod.non_zero_milli_cpu;
         self.non_zero_memory -= pod.non_zero_memory;
-        self.generation += 1;
+        self.generation = next_node_generation();
         Some(pod)
     }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use berth_model::model::{Object, DEFAULT_NAMESPACE};
 use serde_json::json;
 
-pub use super::objects::{openb_cluster, task_objects};
+pub use super::objects::{openb_cluster, task_objects, TaskObjects};
 
 use super::experiment::{ArrivalMode, Every, ObjectRef, TieBreak as FileTieBreak};
 use super::openb::{artifact_arrivals, trace_arrivals, TraceTask, MILLI_GPU};
@@ -377,6 +377,8 @@ fn run_openb(
     let mut samples = Vec::with_capacity(arrivals.len());
     // Trace time: departures in time order, as (leaves, arrival) → (pod, its claim).
     let mut departures: BTreeMap<(u64, usize), (String, Option<String>)> = BTreeMap::new();
+    // Each task's objects, built at its first arrival (the artifact's copies repeat tasks).
+    let mut objects: Vec<Option<TaskObjects>> = vec![None; tasks.len()];
     for (i, arrival) in arrivals.iter().enumerate() {
         let task = &tasks[arrival.task];
         let name = format!("task-{i:05}-{}", task.name);
@@ -403,7 +405,9 @@ fn run_openb(
             remeasure(&mut meter, engine.snapshot(), touched);
             engine.advance(start + at);
         }
-        let (pod, claim) = task_objects(task, &name);
+        let (pod, claim) = objects[arrival.task]
+            .get_or_insert_with(|| TaskObjects::new(task))
+            .named(&name);
         let uid = pod.metadata.uid.clone();
         if let Some(claim) = &claim {
             engine.add_claim(claim);

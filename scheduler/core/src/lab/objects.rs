@@ -143,6 +143,47 @@ pub fn openb_cluster(nodes: &[TraceNode]) -> Vec<Object> {
 /// A task as a pod named `name` in `default` and, when it asks for GPUs, its claim
 /// (`<name>-gpu`, which the pod names in `spec.resourceClaims`).
 pub fn task_objects(task: &TraceTask, name: &str) -> (Pod, Option<ResourceClaim>) {
+    TaskObjects::new(task).named(name)
+}
+
+/// A task's objects built once and named per arrival ([`TaskObjects::named`]): a trace
+/// that repeats a task builds its objects once.
+#[derive(Clone, Debug)]
+pub struct TaskObjects {
+    pod: Pod,
+    claim: Option<ResourceClaim>,
+}
+
+/// The name the objects of a [`TaskObjects`] carry until they are named.
+const UNNAMED: &str = "task";
+
+impl TaskObjects {
+    /// The task's pod and claim, under a name of their own until [`TaskObjects::named`].
+    pub fn new(task: &TraceTask) -> TaskObjects {
+        let (pod, claim) = build_task_objects(task, UNNAMED);
+        TaskObjects { pod, claim }
+    }
+
+    /// The objects named `name`, as [`task_objects`] describes them.
+    pub fn named(&self, name: &str) -> (Pod, Option<ResourceClaim>) {
+        let mut pod = self.pod.clone();
+        pod.metadata.name = name.to_string();
+        pod.metadata.uid = format!("uid-{name}");
+        let claim = self.claim.as_ref().map(|claim| {
+            let claim_name = format!("{name}-gpu");
+            let mut claim = claim.clone();
+            for r in &mut pod.spec.resource_claims {
+                r.resource_claim_name = Some(claim_name.clone());
+            }
+            claim.metadata.uid = format!("uid-{claim_name}");
+            claim.metadata.name = claim_name;
+            claim
+        });
+        (pod, claim)
+    }
+}
+
+fn build_task_objects(task: &TraceTask, name: &str) -> (Pod, Option<ResourceClaim>) {
     let gpu = task.gpus > 0;
     let claim_name = format!("{name}-gpu");
     let mut container = json!({
@@ -269,6 +310,12 @@ mod tests {
                     Some(claim.metadata.name.as_str())
                 );
             }
+        }
+        for task in &tasks {
+            let built = build_task_objects(task, "t-9");
+            let named = TaskObjects::new(task).named("t-9");
+            let json = |o: &(Pod, Option<ResourceClaim>)| serde_json::to_value(o).unwrap();
+            assert_eq!(json(&named), json(&built), "{}: named as built", task.name);
         }
         let (_, whole) = task_objects(&tasks[1], "w");
         let json = serde_json::to_value(whole.unwrap()).unwrap();

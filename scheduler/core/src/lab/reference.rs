@@ -27,7 +27,7 @@ fn run(policy: Policy, seed: u64) -> BTreeMap<u64, f64> {
         .iter()
         .map(|n| NodeGpus {
             cpu_free: n.cpu_milli,
-            model: n.model.clone(),
+            model: n.model.as_deref().map(std::sync::Arc::from),
             free: vec![1000; n.gpus as usize],
         })
         .collect();
@@ -52,15 +52,21 @@ fn run(policy: Policy, seed: u64) -> BTreeMap<u64, f64> {
                 .map(|&n| {
                     let s = &state[n];
                     match policy {
-                        Policy::Fgd => gpushare::fgd(&target, s, ask),
-                        Policy::FgdFine => gpushare::fgd_fine(&target, s, ask),
+                        Policy::Fgd => gpushare::fgd(&target, s, target.fragmentation(s), ask),
+                        Policy::FgdFine => {
+                            gpushare::fgd_fine(&target, s, target.fragmentation(s), ask)
+                        }
                         Policy::BestFit => (gpushare::best_fit(s, ask), s.best_fit(ask).unwrap()),
                         Policy::DotProd => (gpushare::dot_prod(s, ask), s.best_fit(ask).unwrap()),
                         Policy::GpuPacking => {
                             (gpushare::gpu_packing(s, ask), s.best_fit(ask).unwrap())
                         }
                         Policy::GpuClustering => (
-                            gpushare::gpu_clustering(s, &hosted[n], ask),
+                            gpushare::gpu_clustering(
+                                s,
+                                &hosted[n].keys().copied().collect::<Vec<_>>(),
+                                ask,
+                            ),
                             s.best_fit(ask).unwrap(),
                         ),
                         Policy::Random => (0, Vec::new()),

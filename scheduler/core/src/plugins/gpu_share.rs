@@ -14,8 +14,7 @@
 //! `gpu.berth.dev`), `driver` (default `gpu.berth.dev`) and, for FGD and FGDFine, `targetWorkload`: the
 //! task shapes with their weights (`[{cpuMilli, gpus, gpuMilli, models, weight}]`).
 
-use std::collections::BTreeMap;
-use std::hash::{Hash as _, Hasher as _};
+use std::hash::{Hash, Hasher as _};
 use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
@@ -75,29 +74,44 @@ pub struct GpuShare {
     class: String,
     driver: String,
     target: TargetWorkload,
-    /// Each node's GPUs by [`DraState::node_stamp`], which names one state of a node's
-    /// devices and their allocations.
-    views: Memo<(u64, Arc<NodeView>)>,
+    /// Each node as the policy sees it, by [`NodeInfo::generation`] (its pods and
+    /// resources) and [`DraState::node_stamp`] (its devices and their allocations): built
+    /// once per state of the node, not once per pod and node.
+    nodes: Memo<Arc<NodeState>>,
     /// Scores and GPU choices by everything they depend on (a pure function of the node's
-    /// view, what it hosts and the ask): nodes in the same state share them, and a node
-    /// keeps them until it changes.
+    /// state and the ask): nodes in the same state share them, and a node keeps them until
+    /// it changes.
     scores: Memo<Arc<Evaluated>>,
 }
 
-/// A node's GPUs as the DRA state has them: free shares, model and device ids.
+/// A node as the policy sees it, and what of it does not depend on the pod.
 #[derive(Debug)]
-struct NodeView {
-    free: Vec<u32>,
-    model: Option<String>,
-    ids: Vec<DeviceId>,
+struct NodeState {
+    /// The node's [`NodeInfo::generation`] and device stamp it was built for.
+    generation: u64,
+    stamp: u64,
+    /// Free CPU and GPUs.
+    gpus: NodeGpus,
+    /// The kinds of GPU task it hosts, distinct and in order (GpuClustering only).
+    hosted: Option<Vec<GpuKind>>,
+    /// Its fragmentation against the target workload (FGD and FGDFine only).
+    fragmentation: f64,
+    /// A hash of `gpus` and `hosted`.
+    hash: u64,
+}
+
+impl NodeState {
+    /// Whether `other` is the same as this one for every policy.
+    fn same(&self, other: &NodeState) -> bool {
+        self.gpus == other.gpus && self.hosted == other.hosted
+    }
 }
 
 /// One remembered evaluation, with its inputs.
 #[derive(Debug)]
 struct Evaluated {
-    view: NodeGpus,
-    hosted: Option<BTreeMap<GpuKind, usize>>,
-    ask: Ask,
+    node: Arc<NodeState>,
+    ask: Arc<Ask>,
     score: i64,
     gpus: Vec<usize>,
 }
@@ -149,6 +163,20 @@ impl<V: Clone> Memo<V> {
     }
 }
 
+/// Mixes two hashes into one (splitmix64's finaliser over their combination).
+fn mix(a: u64, b: u64) -> u64 {
+    let mut z = a ^ b.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn hash_of(value: &impl Hash) -> u64 {
+    let mut h = FastHasher::default();
+    value.hash(&mut h);
+    h.finish()
+}
+
 impl GpuShare {
     /// The plugin for `policy`, with its args checked.
     pub fn try_new(policy: Policy, args: GpuShareArgs) -> Result<Self, InvalidArgs> {
@@ -191,7 +219,7 @@ impl GpuShare {
                 .unwrap_or_else(|| GPU_DRIVER.to_string()),
             driver: args.driver.unwrap_or_else(|| GPU_DRIVER.to_string()),
             target: TargetWorkload { shapes },
-            views: Memo::default(),
+            nodes: Memo::default(),
             scores: Memo::default(),
         })
     }
@@ -238,37 +266,43 @@ impl GpuShare {
         ask
     }
 
-    /// The node's GPUs as [`node_gpus`] sees them, remembered per state of its devices.
-    fn gpus(&self, dra: &DraState, node: &NodeInfo) -> (NodeGpus, Arc<NodeView>) {
-        let cpu_free = (node.allocatable.milli_cpu - node.requested.milli_cpu).max(0) as u64;
-        let view = match dra.node_stamp(node.name()) {
-            Some(stamp) => {
-                let hash = stamp.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                match self.views.get(hash, |(s, _)| *s == stamp) {
-                    Some((_, view)) => view,
-                    None => {
-                        let view = Arc::new(self.measure(dra, node));
-                        self.views.put(hash, (stamp, view.clone()));
-                        view
-                    }
-                }
-            }
-            None => Arc::new(self.measure(dra, node)),
+    /// The node as the policy sees it, remembered per state of the node and its devices.
+    ///
+    /// What a node hosts (GpuClustering) is read from its pods' claims when the node or
+    /// its devices' allocations last changed: a claim's requests never change (a
+    /// ResourceClaim's spec is immutable), and the claims of the pods on a node hold
+    /// devices of it, whose allocations renew the stamp when they come or go.
+    fn node_state(&self, dra: &DraState, node: &NodeInfo) -> Arc<NodeState> {
+        let Some(stamp) = dra.node_stamp(node.name()) else {
+            return Arc::new(self.measure(dra, node, 0));
         };
-        let gpus = NodeGpus {
-            cpu_free,
-            model: view.model.clone(),
-            free: view.free.clone(),
-        };
-        (gpus, view)
+        let generation = node.generation;
+        let key = mix(stamp, generation);
+        let same = |s: &Arc<NodeState>| s.stamp == stamp && s.generation == generation;
+        if let Some(state) = self.nodes.get(key, same) {
+            return state;
+        }
+        let state = Arc::new(self.measure(dra, node, stamp));
+        self.nodes.put(key, state.clone());
+        state
     }
 
-    fn measure(&self, dra: &DraState, node: &NodeInfo) -> NodeView {
-        let (gpus, ids) = node_gpus(dra, node, &self.driver);
-        NodeView {
-            free: gpus.free,
-            model: gpus.model,
-            ids,
+    fn measure(&self, dra: &DraState, node: &NodeInfo, stamp: u64) -> NodeState {
+        let (gpus, _) = node_gpus(dra, node, &self.driver);
+        let hosted = (self.policy == Policy::GpuClustering).then(|| self.hosted(dra, node));
+        let fragmentation = if self.policy.uses_target() {
+            self.target.fragmentation(&gpus)
+        } else {
+            0.0
+        };
+        let hash = mix(hash_of(&gpus), hash_of(&hosted));
+        NodeState {
+            generation: node.generation,
+            stamp,
+            gpus,
+            hosted,
+            fragmentation,
+            hash,
         }
     }
 
@@ -276,69 +310,67 @@ impl GpuShare {
     /// is not).
     fn evaluated(
         &self,
-        view: NodeGpus,
-        hosted: Option<BTreeMap<GpuKind, usize>>,
-        ask: &Ask,
+        node: Arc<NodeState>,
+        ask: &Arc<Ask>,
+        ask_hash: u64,
         pod: &PodInfo,
-    ) -> (i64, Vec<usize>) {
+    ) -> Arc<Evaluated> {
         if self.policy == Policy::Random {
-            return self.evaluate(&view, hosted.as_ref(), ask, pod);
+            let (score, gpus) = self.evaluate(&node, ask, pod);
+            let ask = ask.clone();
+            return Arc::new(Evaluated {
+                node,
+                ask,
+                score,
+                gpus,
+            });
         }
-        let mut h = FastHasher::default();
-        view.hash(&mut h);
-        hosted.hash(&mut h);
-        ask.hash(&mut h);
-        let hash = h.finish();
-        let same = |e: &Arc<Evaluated>| e.view == view && e.hosted == hosted && e.ask == *ask;
+        let hash = mix(node.hash, ask_hash);
+        let same = |e: &Arc<Evaluated>| {
+            (Arc::ptr_eq(&e.node, &node) || e.node.same(&node))
+                && (Arc::ptr_eq(&e.ask, ask) || *e.ask == **ask)
+        };
         if let Some(e) = self.scores.get(hash, same) {
-            return (e.score, e.gpus.clone());
+            return e;
         }
-        let (score, gpus) = self.evaluate(&view, hosted.as_ref(), ask, pod);
-        let entry = Evaluated {
-            view,
-            hosted,
+        let (score, gpus) = self.evaluate(&node, ask, pod);
+        let entry = Arc::new(Evaluated {
+            node,
             ask: ask.clone(),
             score,
-            gpus: gpus.clone(),
-        };
-        self.scores.put(hash, Arc::new(entry));
-        (score, gpus)
+            gpus,
+        });
+        self.scores.put(hash, entry.clone());
+        entry
     }
 
-    /// What the node already hosts, by kind of GPU task (GpuClustering).
-    fn hosted(&self, dra: &DraState, node: &NodeInfo) -> BTreeMap<GpuKind, usize> {
-        let mut hosted = BTreeMap::new();
-        for pod in &node.pods {
-            if let Some(kind) = self.ask(dra, pod).kind() {
-                *hosted.entry(kind).or_default() += 1;
-            }
-        }
+    /// The kinds of GPU task the node hosts, distinct and in order (GpuClustering).
+    fn hosted(&self, dra: &DraState, node: &NodeInfo) -> Vec<GpuKind> {
+        let mut hosted: Vec<GpuKind> = node
+            .pods
+            .iter()
+            .filter_map(|pod| self.ask(dra, pod).kind())
+            .collect();
+        hosted.sort_unstable();
+        hosted.dedup();
         hosted
     }
 
     /// The policy's score of the node and the GPUs (indices into the node's GPUs) it would
     /// take.
-    fn evaluate(
-        &self,
-        view: &NodeGpus,
-        hosted: Option<&BTreeMap<GpuKind, usize>>,
-        ask: &Ask,
-        pod: &PodInfo,
-    ) -> (i64, Vec<usize>) {
+    fn evaluate(&self, node: &NodeState, ask: &Ask, pod: &PodInfo) -> (i64, Vec<usize>) {
+        let view = &node.gpus;
         let best_fit = || view.best_fit(ask).unwrap_or_default();
         match self.policy {
-            Policy::Fgd => gpushare::fgd(&self.target, view, ask),
-            Policy::FgdFine => gpushare::fgd_fine(&self.target, view, ask),
+            Policy::Fgd => gpushare::fgd(&self.target, view, node.fragmentation, ask),
+            Policy::FgdFine => gpushare::fgd_fine(&self.target, view, node.fragmentation, ask),
             Policy::BestFit => (gpushare::best_fit(view, ask), best_fit()),
             Policy::DotProd => (gpushare::dot_prod(view, ask), best_fit()),
             Policy::GpuPacking => (gpushare::gpu_packing(view, ask), best_fit()),
-            Policy::GpuClustering => {
-                let empty = BTreeMap::new();
-                (
-                    gpushare::gpu_clustering(view, hosted.unwrap_or(&empty), ask),
-                    best_fit(),
-                )
-            }
+            Policy::GpuClustering => (
+                gpushare::gpu_clustering(view, node.hosted.as_deref().unwrap_or_default(), ask),
+                best_fit(),
+            ),
             Policy::Random => {
                 if ask.is_shared() {
                     let fit: Vec<usize> = (0..view.free.len())
@@ -362,10 +394,12 @@ fn pod_hash(pod: &PodInfo) -> u64 {
     h.finish()
 }
 
-/// What PreScore computed for Score: the pod's ask, and the DRA state it reads.
+/// What PreScore computed for Score: the pod's ask with its hash, and the DRA state it
+/// reads.
 #[derive(Clone)]
 struct Prepared {
     ask: Arc<Ask>,
+    ask_hash: u64,
     dra: Arc<DraState>,
 }
 
@@ -378,15 +412,17 @@ impl DevicePreference for GpuShare {
         snapshot: &Snapshot,
     ) -> Vec<DeviceId> {
         let dra = snapshot.dra();
-        let ask = self.ask(dra, pod);
+        let ask = Arc::new(self.ask(dra, pod));
         if ask.gpus == 0 {
             return Vec::new();
         }
-        let (view, devices) = self.gpus(dra, node);
-        let hosted = (self.policy == Policy::GpuClustering).then(|| self.hosted(dra, node));
-        let (_, gpus) = self.evaluated(view, hosted, &ask, pod);
-        gpus.into_iter()
-            .filter_map(|g| devices.ids.get(g).cloned())
+        let state = self.node_state(dra, node);
+        let evaluated = self.evaluated(state, &ask, hash_of(&*ask), pod);
+        let (_, ids) = node_gpus(dra, node, &self.driver);
+        evaluated
+            .gpus
+            .iter()
+            .filter_map(|&g| ids.get(g).cloned())
             .collect()
     }
 }
@@ -400,8 +436,10 @@ impl Plugin for GpuShare {
 impl PreScore for GpuShare {
     fn pre_score(&self, state: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError> {
         let dra = input.snapshot.dra();
+        let ask = self.ask(dra, input.pod);
         state.insert(Prepared {
-            ask: Arc::new(self.ask(dra, input.pod)),
+            ask_hash: hash_of(&ask),
+            ask: Arc::new(ask),
             dra: dra.clone(),
         });
         Ok(())
@@ -410,13 +448,17 @@ impl PreScore for GpuShare {
 
 impl Score for GpuShare {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        if self.policy == Policy::Random {
+            // Random scores every node 0 (the tie-break draws the node).
+            return 0;
+        }
         let Some(prepared) = state.get::<Prepared>() else {
             return 0;
         };
         let dra = &prepared.dra;
-        let (view, _) = self.gpus(dra, node);
-        let hosted = (self.policy == Policy::GpuClustering).then(|| self.hosted(dra, node));
-        self.evaluated(view, hosted, &prepared.ask, pod).0
+        let node = self.node_state(dra, node);
+        self.evaluated(node, &prepared.ask, prepared.ask_hash, pod)
+            .score
     }
 
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [i64]) {
@@ -464,10 +506,133 @@ pub fn node_gpus(dra: &DraState, node: &NodeInfo, driver: &str) -> (NodeGpus, Ve
                 view.model = device
                     .attributes
                     .get(MODEL_ATTRIBUTE)
-                    .and_then(|a| a.string.clone());
+                    .and_then(|a| a.string.as_deref())
+                    .map(Arc::from);
             }
             ids.push(id.clone());
         }
     }
     (view, ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::objects::{gpu_class, gpu_slice, Gpus};
+    use crate::plugins::testing::{dra_snapshot, NodeBuilder, PodBuilder};
+    use berth_model::testing::ResourceClaimBuilder;
+
+    fn args() -> GpuShareArgs {
+        let shape = |gpus, gpu_milli, weight| ShapeArgs {
+            cpu_milli: 1000,
+            gpus,
+            gpu_milli,
+            models: Vec::new(),
+            weight,
+        };
+        GpuShareArgs {
+            target_workload: vec![shape(1, 1000, 0.5), shape(0, 0, 0.3), shape(2, 1000, 0.2)],
+            ..GpuShareArgs::default()
+        }
+    }
+
+    /// Score of `pod` on each node, from `plugin` (after PreScore).
+    fn scores(plugin: &GpuShare, snapshot: &Snapshot, pod: &PodInfo) -> Vec<i64> {
+        let mut state = CycleState::new();
+        let nodes: Vec<&NodeInfo> = snapshot.nodes().iter().collect();
+        let input = PreScoreInput {
+            pod,
+            snapshot,
+            feasible: &nodes,
+        };
+        plugin.pre_score(&mut state, &input).expect("pre_score");
+        nodes.iter().map(|n| plugin.score(&state, pod, n)).collect()
+    }
+
+    /// A plugin that has scored the nodes before scores them as a new one does, as
+    /// their pods and their devices' allocations change; the scores do change.
+    #[test]
+    fn remembered_scores_follow_the_nodes_pods_and_devices() {
+        let gpus = |model: &str| Gpus {
+            count: 2,
+            model: model.into(),
+            memory: None,
+        };
+        let slices = [gpu_slice("n1", &gpus("T4")), gpu_slice("n2", &gpus("T4"))];
+        let claim = |name: &str| {
+            ResourceClaimBuilder::new(name)
+                .request("gpu", GPU_DRIVER)
+                .count(1)
+        };
+        let nodes = [
+            NodeBuilder::new("n1").cpu_millis(8000),
+            NodeBuilder::new("n2").cpu_millis(8000),
+        ];
+        let mut snap = dra_snapshot(&nodes, &[gpu_class()], &slices, &[claim("ask").build()]);
+        let pod = PodInfo::new(Arc::new(
+            PodBuilder::new("p")
+                .cpu_millis(1000)
+                .resource_claim("gpu", "ask")
+                .build(),
+        ));
+        // The steps: a GPU pod placed on n1 (its claim holding gpu-0), then a CPU-only pod.
+        let held = claim("held")
+            .allocated("n1", &[("gpu", GPU_DRIVER, "n1", "gpu-0")])
+            .build();
+        let holder = PodBuilder::new("holder")
+            .cpu_millis(2000)
+            .resource_claim("gpu", "held")
+            .build();
+        let cpu_only = PodBuilder::new("cpu").cpu_millis(3000).build();
+        let policies: Vec<Policy> = Policy::ALL.into_iter().chain(Policy::OURS).collect();
+        let warm: Vec<GpuShare> = policies
+            .iter()
+            .map(|&p| GpuShare::try_new(p, args()).expect("plugin"))
+            .collect();
+        let mut history: Vec<Vec<Vec<i64>>> = Vec::new();
+        for step in 0..3 {
+            match step {
+                1 => {
+                    snap.dra_mut()
+                        .upsert_claim(crate::dra::convert::claim(&held));
+                    snap.add_pod("n1", Arc::new(PodInfo::new(Arc::new(holder.clone()))));
+                }
+                2 => {
+                    snap.add_pod("n1", Arc::new(PodInfo::new(Arc::new(cpu_only.clone()))));
+                }
+                _ => {}
+            }
+            let mut now = Vec::new();
+            for (policy, plugin) in policies.iter().zip(&warm) {
+                let fresh = GpuShare::try_new(*policy, args()).expect("plugin");
+                let want = scores(&fresh, &snap, &pod);
+                assert_eq!(
+                    scores(plugin, &snap, &pod),
+                    want,
+                    "{} at step {step}",
+                    policy.name()
+                );
+                now.push(want);
+            }
+            history.push(now);
+        }
+        for (i, policy) in policies.iter().enumerate() {
+            let n1: Vec<i64> = history.iter().map(|h| h[i][0]).collect();
+            let n2: Vec<i64> = history.iter().map(|h| h[i][1]).collect();
+            assert!(
+                n2.iter().all(|&s| s == n2[0]),
+                "{}: n2 never changes",
+                policy.name()
+            );
+            match policy {
+                // No GPU task (25) with 6 of 8 GPUs' worth counted used (18), then a
+                // 1-GPU task of the pod's kind (75) and 7 used (21).
+                Policy::GpuClustering => assert_eq!(n1, vec![43, 96, 96], "GpuClustering"),
+                Policy::Random => assert_eq!(n1, vec![0, 0, 0], "Random"),
+                Policy::BestFit | Policy::FgdFine => {}
+                // CPU changes alone move DotProd's score; FGD, packing: the GPU taken.
+                _ => assert_ne!(n1[0], n1[1], "{}", policy.name()),
+            }
+        }
+    }
 }
