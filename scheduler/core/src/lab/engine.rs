@@ -377,8 +377,9 @@ fn run_openb(
     let mut samples = Vec::with_capacity(arrivals.len());
     // Trace time: departures in time order, as (leaves, arrival) → (pod, its claim).
     let mut departures: BTreeMap<(u64, usize), (String, Option<String>)> = BTreeMap::new();
-    // Each task's objects, built at its first arrival (the artifact's copies repeat tasks).
-    let mut objects: Vec<Option<TaskObjects>> = vec![None; tasks.len()];
+    // The objects of each shape of task (what they ask, not their names), built at the
+    // shape's first arrival: traces repeat shapes, and the artifact's copies repeat tasks.
+    let mut objects: HashMap<(u64, u64, u32, u32, &[String]), TaskObjects> = HashMap::new();
     for (i, arrival) in arrivals.iter().enumerate() {
         let task = &tasks[arrival.task];
         let name = format!("task-{i:05}-{}", task.name);
@@ -405,8 +406,16 @@ fn run_openb(
             remeasure(&mut meter, engine.snapshot(), touched);
             engine.advance(start + at);
         }
-        let (pod, claim) = objects[arrival.task]
-            .get_or_insert_with(|| TaskObjects::new(task))
+        let shape = (
+            task.cpu_milli,
+            task.memory_mib,
+            task.gpus,
+            task.gpu_milli,
+            task.gpu_spec.as_slice(),
+        );
+        let (pod, claim) = objects
+            .entry(shape)
+            .or_insert_with(|| TaskObjects::new(task))
             .named(&name);
         let uid = pod.metadata.uid.clone();
         if let Some(claim) = &claim {

@@ -146,8 +146,9 @@ pub fn task_objects(task: &TraceTask, name: &str) -> (Pod, Option<ResourceClaim>
     TaskObjects::new(task).named(name)
 }
 
-/// A task's objects built once and named per arrival ([`TaskObjects::named`]): a trace
-/// that repeats a task builds its objects once.
+/// A task's objects built once and named per arrival ([`TaskObjects::named`]): they
+/// depend on the task's name only through the names they carry, so tasks of one shape
+/// (cpu, memory, GPUs, share, models) can share them.
 #[derive(Clone, Debug)]
 pub struct TaskObjects {
     pod: Pod,

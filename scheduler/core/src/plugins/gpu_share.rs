@@ -15,7 +15,8 @@
 //! task shapes with their weights (`[{cpuMilli, gpus, gpuMilli, models, weight}]`).
 
 use std::hash::{Hash, Hasher as _};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Deserialize;
 
@@ -68,65 +69,79 @@ pub struct GpuShareArgs {
 }
 
 /// One of the six policies as a plugin.
+///
+/// Scoring a node costs a few lookups when nothing changed: each state of a node (its
+/// pods and resources, [`NodeInfo::generation`]; its devices and their allocations,
+/// [`DraState::node_stamp`]) is measured once and given the id of its contents (nodes in
+/// the same state share one id), each ask gets the id of its contents, and a score is
+/// remembered by the two ids.
 #[derive(Debug)]
 pub struct GpuShare {
     policy: Policy,
     class: String,
     driver: String,
     target: TargetWorkload,
-    /// Each node as the policy sees it, by [`NodeInfo::generation`] (its pods and
-    /// resources) and [`DraState::node_stamp`] (its devices and their allocations): built
-    /// once per state of the node, not once per pod and node.
-    nodes: Memo<Arc<NodeState>>,
-    /// Scores and GPU choices by everything they depend on (a pure function of the node's
-    /// state and the ask): nodes in the same state share them, and a node keeps them until
-    /// it changes.
-    scores: Memo<Arc<Evaluated>>,
+    /// (device stamp, node generation) → the id of the node's contents.
+    nodes: Memo<(u64, u64), u64>,
+    /// The contents of a node by id.
+    contents: Memo<u64, Arc<NodeState>>,
+    /// Contents → id (ids are never given twice, even after a memo forgets).
+    ids: Mutex<FastHashMap<Arc<NodeState>, u64>>,
+    /// Ask → id.
+    asks: Mutex<FastHashMap<Arc<Ask>, u64>>,
+    /// (contents id, ask id) → the score and the GPUs it takes: a pure function of the
+    /// two, so nodes in the same state share them and a node keeps them until it changes.
+    scores: Memo<(u64, u64), Evaluation>,
+    next_id: AtomicU64,
 }
 
-/// A node as the policy sees it, and what of it does not depend on the pod.
+/// A node as the policy sees it.
 #[derive(Debug)]
 struct NodeState {
-    /// The node's [`NodeInfo::generation`] and device stamp it was built for.
-    generation: u64,
-    stamp: u64,
     /// Free CPU and GPUs.
     gpus: NodeGpus,
     /// The kinds of GPU task it hosts, distinct and in order (GpuClustering only).
     hosted: Option<Vec<GpuKind>>,
-    /// Its fragmentation against the target workload (FGD and FGDFine only).
+    /// Its fragmentation against the target workload (FGD and FGDFine only; a function of
+    /// `gpus`).
     fragmentation: f64,
-    /// A hash of `gpus` and `hosted`.
-    hash: u64,
 }
 
-impl NodeState {
-    /// Whether `other` is the same as this one for every policy.
-    fn same(&self, other: &NodeState) -> bool {
+impl PartialEq for NodeState {
+    fn eq(&self, other: &NodeState) -> bool {
         self.gpus == other.gpus && self.hosted == other.hosted
     }
 }
 
-/// One remembered evaluation, with its inputs.
-#[derive(Debug)]
-struct Evaluated {
-    node: Arc<NodeState>,
-    ask: Arc<Ask>,
+impl Eq for NodeState {}
+
+impl Hash for NodeState {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.gpus.hash(state);
+        self.hosted.hash(state);
+    }
+}
+
+/// A policy's score of a node and the GPUs (indices into the node's GPUs) it would take.
+#[derive(Clone, Debug)]
+struct Evaluation {
     score: i64,
-    gpus: Vec<usize>,
+    gpus: Arc<[usize]>,
 }
 
 /// Shards of a memo map; more shards, fewer waits when Score runs in parallel.
 const MEMO_SHARDS: usize = 16;
 /// Entries per shard before it is emptied (a memo, so forgetting is always right).
-const MEMO_SHARD_CAPACITY: usize = 4096;
+const MEMO_SHARD_CAPACITY: usize = 8192;
+/// Entries of an id table before it is emptied (its contents then get new ids).
+const ID_CAPACITY: usize = 1 << 16;
 
-/// A memo of values by a 64-bit hash of their inputs; the caller checks the inputs.
-struct Memo<V> {
-    shards: Vec<Mutex<FastHashMap<u64, Vec<V>>>>,
+/// A sharded memo map.
+struct Memo<K, V> {
+    shards: Vec<Mutex<FastHashMap<K, V>>>,
 }
 
-impl<V> Default for Memo<V> {
+impl<K, V> Default for Memo<K, V> {
     fn default() -> Self {
         Memo {
             shards: (0..MEMO_SHARDS).map(|_| Mutex::default()).collect(),
@@ -134,47 +149,56 @@ impl<V> Default for Memo<V> {
     }
 }
 
-impl<V> std::fmt::Debug for Memo<V> {
+impl<K, V> std::fmt::Debug for Memo<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memo").finish_non_exhaustive()
     }
 }
 
-impl<V: Clone> Memo<V> {
-    fn shard(&self, hash: u64) -> std::sync::MutexGuard<'_, FastHashMap<u64, Vec<V>>> {
-        self.shards[(hash % MEMO_SHARDS as u64) as usize]
+impl<K: Hash + Eq, V> Memo<K, V> {
+    fn shard(&self, key: &K) -> MutexGuard<'_, FastHashMap<K, V>> {
+        let hash = hash_of(key);
+        self.shards[((hash >> 32) % MEMO_SHARDS as u64) as usize]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The remembered value with this hash whose inputs are `same`.
-    fn get(&self, hash: u64, same: impl Fn(&V) -> bool) -> Option<V> {
-        self.shard(hash)
-            .get(&hash)
-            .and_then(|values| values.iter().find(|v| same(v)).cloned())
+    /// What `read` makes of the value remembered for `key`.
+    fn get<R>(&self, key: &K, read: impl FnOnce(&V) -> R) -> Option<R> {
+        self.shard(key).get(key).map(read)
     }
 
-    fn put(&self, hash: u64, value: V) {
-        let mut shard = self.shard(hash);
+    fn put(&self, key: K, value: V) {
+        let mut shard = self.shard(&key);
         if shard.len() >= MEMO_SHARD_CAPACITY {
             shard.clear();
         }
-        shard.entry(hash).or_default().push(value);
+        shard.insert(key, value);
     }
 }
 
-/// Mixes two hashes into one (splitmix64's finaliser over their combination).
-fn mix(a: u64, b: u64) -> u64 {
-    let mut z = a ^ b.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-fn hash_of(value: &impl Hash) -> u64 {
+fn hash_of(value: &(impl Hash + ?Sized)) -> u64 {
     let mut h = FastHasher::default();
     value.hash(&mut h);
     h.finish()
+}
+
+/// The id of `value` in `ids`, a new one (from `next`) when it has none.
+fn intern<T: Hash + Eq>(
+    ids: &Mutex<FastHashMap<Arc<T>, u64>>,
+    next: &AtomicU64,
+    value: Arc<T>,
+) -> u64 {
+    let mut ids = ids.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&id) = ids.get(&value) {
+        return id;
+    }
+    if ids.len() >= ID_CAPACITY {
+        ids.clear();
+    }
+    let id = next.fetch_add(1, Ordering::Relaxed);
+    ids.insert(value, id);
+    id
 }
 
 impl GpuShare {
@@ -220,7 +244,11 @@ impl GpuShare {
             driver: args.driver.unwrap_or_else(|| GPU_DRIVER.to_string()),
             target: TargetWorkload { shapes },
             nodes: Memo::default(),
+            contents: Memo::default(),
+            ids: Mutex::default(),
+            asks: Mutex::default(),
             scores: Memo::default(),
+            next_id: AtomicU64::new(1),
         })
     }
 
@@ -266,28 +294,43 @@ impl GpuShare {
         ask
     }
 
-    /// The node as the policy sees it, remembered per state of the node and its devices.
+    /// The pod's ask and its id.
+    fn ask_id(&self, dra: &DraState, pod: &PodInfo) -> (Arc<Ask>, u64) {
+        let ask = Arc::new(self.ask(dra, pod));
+        let id = intern(&self.asks, &self.next_id, ask.clone());
+        (ask, id)
+    }
+
+    /// The id of the node's contents, remembered per state of the node and its devices,
+    /// and the contents when they had to be measured.
     ///
     /// What a node hosts (GpuClustering) is read from its pods' claims when the node or
     /// its devices' allocations last changed: a claim's requests never change (a
     /// ResourceClaim's spec is immutable), and the claims of the pods on a node hold
     /// devices of it, whose allocations renew the stamp when they come or go.
-    fn node_state(&self, dra: &DraState, node: &NodeInfo) -> Arc<NodeState> {
+    fn node_id(&self, dra: &DraState, node: &NodeInfo) -> (u64, Option<Arc<NodeState>>) {
         let Some(stamp) = dra.node_stamp(node.name()) else {
-            return Arc::new(self.measure(dra, node, 0));
+            let state = Arc::new(self.measure(dra, node));
+            return (self.content_id(state.clone()), Some(state));
         };
-        let generation = node.generation;
-        let key = mix(stamp, generation);
-        let same = |s: &Arc<NodeState>| s.stamp == stamp && s.generation == generation;
-        if let Some(state) = self.nodes.get(key, same) {
-            return state;
+        let key = (stamp, node.generation);
+        if let Some(id) = self.nodes.get(&key, |&id| id) {
+            return (id, None);
         }
-        let state = Arc::new(self.measure(dra, node, stamp));
-        self.nodes.put(key, state.clone());
-        state
+        let state = Arc::new(self.measure(dra, node));
+        let id = self.content_id(state.clone());
+        self.nodes.put(key, id);
+        (id, Some(state))
     }
 
-    fn measure(&self, dra: &DraState, node: &NodeInfo, stamp: u64) -> NodeState {
+    /// The id of these contents (remembered by id too).
+    fn content_id(&self, state: Arc<NodeState>) -> u64 {
+        let id = intern(&self.ids, &self.next_id, state.clone());
+        self.contents.put(id, state);
+        id
+    }
+
+    fn measure(&self, dra: &DraState, node: &NodeInfo) -> NodeState {
         let (gpus, _) = node_gpus(dra, node, &self.driver);
         let hosted = (self.policy == Policy::GpuClustering).then(|| self.hosted(dra, node));
         let fragmentation = if self.policy.uses_target() {
@@ -295,53 +338,46 @@ impl GpuShare {
         } else {
             0.0
         };
-        let hash = mix(hash_of(&gpus), hash_of(&hosted));
         NodeState {
-            generation: node.generation,
-            stamp,
             gpus,
             hosted,
             fragmentation,
-            hash,
         }
     }
 
-    /// [`GpuShare::evaluate`], remembered (Random's GPU choice depends on the pod, so it
-    /// is not).
-    fn evaluated(
+    /// What `read` makes of the policy's evaluation of `ask` on `node`, remembered by the
+    /// ids of the node's contents and of the ask (Random's GPU choice depends on the pod,
+    /// so it is not).
+    fn evaluated<R>(
         &self,
-        node: Arc<NodeState>,
-        ask: &Arc<Ask>,
-        ask_hash: u64,
+        dra: &DraState,
+        node: &NodeInfo,
+        (ask, ask_id): (&Ask, u64),
         pod: &PodInfo,
-    ) -> Arc<Evaluated> {
-        if self.policy == Policy::Random {
-            let (score, gpus) = self.evaluate(&node, ask, pod);
-            let ask = ask.clone();
-            return Arc::new(Evaluated {
-                node,
-                ask,
-                score,
-                gpus,
-            });
+        read: impl Fn(&Evaluation) -> R,
+    ) -> R {
+        let (id, measured) = self.node_id(dra, node);
+        let key = (id, ask_id);
+        if self.policy != Policy::Random {
+            if let Some(r) = self.scores.get(&key, &read) {
+                return r;
+            }
         }
-        let hash = mix(node.hash, ask_hash);
-        let same = |e: &Arc<Evaluated>| {
-            (Arc::ptr_eq(&e.node, &node) || e.node.same(&node))
-                && (Arc::ptr_eq(&e.ask, ask) || *e.ask == **ask)
-        };
-        if let Some(e) = self.scores.get(hash, same) {
-            return e;
-        }
-        let (score, gpus) = self.evaluate(&node, ask, pod);
-        let entry = Arc::new(Evaluated {
-            node,
-            ask: ask.clone(),
+        // The contents of this id: as measured now, as remembered, or measured again (the
+        // node is still in the state the id was given for).
+        let state = measured
+            .or_else(|| self.contents.get(&id, Arc::clone))
+            .unwrap_or_else(|| Arc::new(self.measure(dra, node)));
+        let (score, gpus) = self.evaluate(&state, ask, pod);
+        let evaluation = Evaluation {
             score,
-            gpus,
-        });
-        self.scores.put(hash, entry.clone());
-        entry
+            gpus: gpus.into(),
+        };
+        let r = read(&evaluation);
+        if self.policy != Policy::Random {
+            self.scores.put(key, evaluation);
+        }
+        r
     }
 
     /// The kinds of GPU task the node hosts, distinct and in order (GpuClustering).
@@ -394,12 +430,12 @@ fn pod_hash(pod: &PodInfo) -> u64 {
     h.finish()
 }
 
-/// What PreScore computed for Score: the pod's ask with its hash, and the DRA state it
+/// What PreScore computed for Score: the pod's ask with its id, and the DRA state it
 /// reads.
 #[derive(Clone)]
 struct Prepared {
     ask: Arc<Ask>,
-    ask_hash: u64,
+    ask_id: u64,
     dra: Arc<DraState>,
 }
 
@@ -412,18 +448,13 @@ impl DevicePreference for GpuShare {
         snapshot: &Snapshot,
     ) -> Vec<DeviceId> {
         let dra = snapshot.dra();
-        let ask = Arc::new(self.ask(dra, pod));
+        let (ask, ask_id) = self.ask_id(dra, pod);
         if ask.gpus == 0 {
             return Vec::new();
         }
-        let state = self.node_state(dra, node);
-        let evaluated = self.evaluated(state, &ask, hash_of(&*ask), pod);
+        let gpus = self.evaluated(dra, node, (&ask, ask_id), pod, |e| e.gpus.clone());
         let (_, ids) = node_gpus(dra, node, &self.driver);
-        evaluated
-            .gpus
-            .iter()
-            .filter_map(|&g| ids.get(g).cloned())
-            .collect()
+        gpus.iter().filter_map(|&g| ids.get(g).cloned()).collect()
     }
 }
 
@@ -436,10 +467,10 @@ impl Plugin for GpuShare {
 impl PreScore for GpuShare {
     fn pre_score(&self, state: &mut CycleState, input: &PreScoreInput) -> Result<(), PluginError> {
         let dra = input.snapshot.dra();
-        let ask = self.ask(dra, input.pod);
+        let (ask, ask_id) = self.ask_id(dra, input.pod);
         state.insert(Prepared {
-            ask_hash: hash_of(&ask),
-            ask: Arc::new(ask),
+            ask,
+            ask_id,
             dra: dra.clone(),
         });
         Ok(())
@@ -455,10 +486,8 @@ impl Score for GpuShare {
         let Some(prepared) = state.get::<Prepared>() else {
             return 0;
         };
-        let dra = &prepared.dra;
-        let node = self.node_state(dra, node);
-        self.evaluated(node, &prepared.ask, prepared.ask_hash, pod)
-            .score
+        let ask = (&*prepared.ask, prepared.ask_id);
+        self.evaluated(&prepared.dra, node, ask, pod, |e| e.score)
     }
 
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [i64]) {
