@@ -272,17 +272,54 @@ pub struct ClaimSpec {
 /// The shape of a set of claims: everything of them that decides whether a node's devices
 /// can satisfy them (requests, classes, selectors, counts, capacities, constraints), but
 /// not their names or uids. Equal keys, equal verdicts on the same devices.
-#[derive(Clone, Debug, Eq)]
-pub struct SpecKey {
-    /// A hash of `text`, compared first.
-    hash: u64,
-    text: Arc<str>,
+///
+/// A key is a number: the shape's text is interned once (per pod per cycle, when the key is
+/// made), so that the per-node lookups compare one word instead of the text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SpecKey(u64);
+
+impl SpecKey {
+    /// The key as a number, unique to its shape within the process.
+    pub fn id(self) -> u64 {
+        self.0
+    }
+
+    /// A key of this number, for tests of what is remembered under keys.
+    #[cfg(test)]
+    pub(crate) fn for_test(id: u64) -> Self {
+        SpecKey(id)
+    }
 }
 
-impl PartialEq for SpecKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash && (Arc::ptr_eq(&self.text, &other.text) || self.text == other.text)
+/// Most shapes the interner holds; when full it starts afresh (see [`intern_shape`]).
+const MAX_INTERNED_SHAPES: usize = 4096;
+
+/// Shape texts and their numbers. Numbers are never given twice, so forgetting the texts
+/// (when the table is full) only makes the same shape get a new number, whose verdicts are
+/// then computed again: never a wrong verdict.
+struct ShapeTable {
+    ids: FastHashMap<Box<str>, u64>,
+    next: u64,
+}
+
+static SHAPES: Mutex<ShapeTable> = Mutex::new(ShapeTable {
+    ids: std::collections::HashMap::with_hasher(FastBuildHasher::new()),
+    next: 1,
+});
+
+/// The number of the shape `text`.
+fn intern_shape(text: &str) -> SpecKey {
+    let mut table = SHAPES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&id) = table.ids.get(text) {
+        return SpecKey(id);
     }
+    if table.ids.len() >= MAX_INTERNED_SHAPES {
+        table.ids.clear();
+    }
+    let id = table.next;
+    table.next += 1;
+    table.ids.insert(text.into(), id);
+    SpecKey(id)
 }
 
 /// The shape of `claims`, or None when one of their selectors has no
@@ -342,12 +379,7 @@ pub fn spec_key(claims: &[ClaimSpec]) -> Option<SpecKey> {
             }
         }
     }
-    let mut h = crate::framework::hash::FastHasher::default();
-    std::hash::Hasher::write(&mut h, out.as_bytes());
-    Some(SpecKey {
-        hash: std::hash::Hasher::finish(&h),
-        text: out.into(),
-    })
+    Some(intern_shape(&out))
 }
 
 /// Devices other claims hold: exclusively, or part of their capacity.
@@ -1509,6 +1541,20 @@ mod tests {
             r.capacity.insert("memory".into(), q("1Gi"));
         }
         assert_ne!(spec_key(&[one(exact(1), vec![])]), spec_key(&[capacity]));
+    }
+
+    #[test]
+    fn shape_numbers_are_never_given_twice() {
+        let first = intern_shape("shape-numbers-test:a");
+        assert_eq!(intern_shape("shape-numbers-test:a"), first);
+        assert_ne!(intern_shape("shape-numbers-test:b"), first);
+        // Filling the table forgets the texts: the shape gets a new number, not another's.
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..=MAX_INTERNED_SHAPES {
+            assert!(seen.insert(intern_shape(&format!("shape-numbers-test:{i}"))));
+        }
+        let again = intern_shape("shape-numbers-test:a");
+        assert!(again == first || !seen.contains(&again));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! The parts a cycle reads are behind `Arc`s that the cycle clones; between cycles nobody
 //! else holds them, so updating them in place costs no copy.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -20,6 +20,7 @@ use super::allocator::{
     self, Allocated, ClaimAllocation, ClaimSpec, Class, Constraint, DeviceId, DeviceResult,
     Outcome, Pool, Request, SpecKey,
 };
+use crate::framework::hash::FastHashMap;
 use crate::plugins::node_affinity::NodeSelectorMatcher;
 
 /// Most consumers a claim may be reserved for (kube's ResourceClaimReservedForMaxSize).
@@ -157,25 +158,61 @@ struct NodeDevices {
     /// Renewed (from [`NEXT_STAMP`]) whenever the pools are rebuilt or an allocation of
     /// one of their devices is counted or taken back.
     stamp: u64,
-    /// (stamp, claim shape, whether the claims can be allocated). Shared by copies of the
-    /// state, which is sound because a stamp is never given to two different states.
-    verdicts: Arc<Mutex<Vec<(u64, SpecKey, bool)>>>,
+    /// What the allocator said at one stamp. Shared by copies of the state, which is sound
+    /// because a stamp is never given to two different states.
+    verdicts: Arc<Mutex<Verdicts>>,
 }
 
-/// Every DRA object the scheduler knows of.
+/// The verdicts remembered for one node at one stamp: per claim shape
+/// ([`SpecKey::id`]), whether the claims can be allocated, packed as `id << 1 | fits` so
+/// that a lookup scans a few words.
+#[derive(Debug, Default)]
+struct Verdicts {
+    stamp: u64,
+    packed: Vec<u64>,
+}
+
+impl Verdicts {
+    /// The verdict for `key` at `stamp`, if remembered.
+    fn get(&self, stamp: u64, key: SpecKey) -> Option<bool> {
+        if self.stamp != stamp {
+            return None;
+        }
+        let id = key.id();
+        self.packed
+            .iter()
+            .find(|&&v| v >> 1 == id)
+            .map(|&v| v & 1 == 1)
+    }
+
+    /// Remembers the verdict for `key` at `stamp`, forgetting those of other stamps (and
+    /// all of them once [`VERDICTS_PER_NODE`] are held).
+    fn put(&mut self, stamp: u64, key: SpecKey, fits: bool) {
+        if self.stamp != stamp || self.packed.len() >= VERDICTS_PER_NODE {
+            self.stamp = stamp;
+            self.packed.clear();
+        }
+        self.packed.push(key.id() << 1 | u64::from(fits));
+    }
+}
+
+/// Every DRA object the scheduler knows of. The maps looked up per node or per pod in a
+/// cycle hash with [`crate::framework::hash::FastHasher`].
 #[derive(Clone, Debug, Default)]
 pub struct DraState {
-    classes: HashMap<String, Arc<Class>>,
+    classes: FastHashMap<String, Arc<Class>>,
     slices: BTreeMap<String, Arc<SliceInfo>>,
     /// Node name → names of the slices local to it.
-    node_slices: HashMap<String, Vec<String>>,
+    node_slices: FastHashMap<String, Vec<String>>,
     /// Names of the slices for all nodes or a node selector.
     shared_slices: Vec<String>,
     /// Node name → the pools it reaches through node-local slices, built on demand.
-    node_pools: HashMap<String, NodeDevices>,
+    node_pools: FastHashMap<String, NodeDevices>,
     /// (driver, pool) of a node-local pool → the nodes whose slices publish it.
-    pool_nodes: HashMap<(Arc<str>, Arc<str>), Vec<String>>,
-    claims: HashMap<String, ClaimEntry>,
+    pool_nodes: FastHashMap<(Arc<str>, Arc<str>), Vec<String>>,
+    /// Namespace → claim name → the claim (two levels, so that a lookup by namespace and
+    /// name builds no key).
+    claims: FastHashMap<String, FastHashMap<String, ClaimEntry>>,
     allocated: Arc<Allocated>,
 }
 
@@ -242,33 +279,46 @@ impl DraState {
     /// Adds or replaces a claim as stored. An assumed version made on this same
     /// resourceVersion stands (the event is older than the scheduler's own change).
     pub fn upsert_claim(&mut self, claim: ClaimInfo) {
-        let key = claim.key();
-        if let Some(entry) = self.claims.get(&key) {
+        if let Some(entry) = self.claim_entry(&claim.namespace, &claim.name) {
             if entry.assumed_on.as_deref() == Some(claim.resource_version.as_str()) {
                 return;
             }
         }
-        self.put_claim(key, Arc::new(claim), None);
+        self.put_claim(Arc::new(claim), None);
     }
 
     /// Removes a claim; its devices are free again.
     pub fn remove_claim(&mut self, namespace: &str, name: &str) {
-        let key = format!("{namespace}/{name}");
-        if let Some(old) = self.claims.remove(&key) {
+        if let Some(old) = self.take_claim(namespace, name) {
             self.count(&old.claim, false);
         }
     }
 
     /// The claim `namespace/name`.
     pub fn claim(&self, namespace: &str, name: &str) -> Option<&Arc<ClaimInfo>> {
-        self.claims
-            .get(&format!("{namespace}/{name}"))
-            .map(|e| &e.claim)
+        self.claim_entry(namespace, name).map(|e| &e.claim)
+    }
+
+    fn claim_entry(&self, namespace: &str, name: &str) -> Option<&ClaimEntry> {
+        self.claims.get(namespace)?.get(name)
+    }
+
+    /// Removes the entry of `namespace/name` (and the namespace's map once empty).
+    fn take_claim(&mut self, namespace: &str, name: &str) -> Option<ClaimEntry> {
+        let in_namespace = self.claims.get_mut(namespace)?;
+        let entry = in_namespace.remove(name);
+        if in_namespace.is_empty() {
+            self.claims.remove(namespace);
+        }
+        entry
     }
 
     /// Every claim, in no particular order.
     pub fn claims(&self) -> impl Iterator<Item = &Arc<ClaimInfo>> {
-        self.claims.values().map(|e| &e.claim)
+        self.claims
+            .values()
+            .flat_map(|m| m.values())
+            .map(|e| &e.claim)
     }
 
     /// Devices held by allocated claims (stored or assumed).
@@ -280,28 +330,36 @@ impl DraState {
     /// count at once.
     pub fn assume(&mut self, updates: &[ClaimUpdate]) {
         for update in updates {
-            let key = update.claim.key();
             let on = update.claim.resource_version.clone();
-            self.put_claim(key, update.claim.clone(), Some(on));
+            self.put_claim(update.claim.clone(), Some(on));
         }
     }
 
     /// Drops the scheduler's assumed version of a claim (its write failed), putting back
     /// `stored` (the claim as stored now, None when it is gone).
     pub fn forget_assumed(&mut self, namespace: &str, name: &str, stored: Option<ClaimInfo>) {
-        let key = format!("{namespace}/{name}");
         match stored {
-            Some(claim) => self.put_claim(key, Arc::new(claim), None),
+            Some(claim) => self.put_claim(Arc::new(claim), None),
             None => self.remove_claim(namespace, name),
         }
     }
 
-    fn put_claim(&mut self, key: String, claim: Arc<ClaimInfo>, assumed_on: Option<String>) {
-        if let Some(old) = self.claims.remove(&key) {
+    fn put_claim(&mut self, claim: Arc<ClaimInfo>, assumed_on: Option<String>) {
+        let old = self
+            .claims
+            .entry(claim.namespace.clone())
+            .or_default()
+            .insert(
+                claim.name.clone(),
+                ClaimEntry {
+                    claim: claim.clone(),
+                    assumed_on,
+                },
+            );
+        if let Some(old) = old {
             self.count(&old.claim, false);
         }
         self.count(&claim, true);
-        self.claims.insert(key, ClaimEntry { claim, assumed_on });
     }
 
     /// Counts (or takes back) the devices of a claim's allocation.
@@ -349,23 +407,20 @@ impl DraState {
         let (Some(key), Some(devices), true) = (key, devices, self.shared_slices.is_empty()) else {
             return allocator::allocate(claims, &self.pools_for(node), &self.allocated);
         };
-        let remembered = {
-            let verdicts = devices.verdicts.lock().unwrap_or_else(|p| p.into_inner());
-            verdicts
-                .iter()
-                .find(|(stamp, k, _)| *stamp == devices.stamp && k == key)
-                .map(|(_, _, fits)| *fits)
-        };
+        let remembered = devices
+            .verdicts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(devices.stamp, *key);
         if let Some(fits) = remembered {
             return Ok(fits.then(Vec::new));
         }
         let outcome = allocator::allocate(claims, &devices.pools, &self.allocated)?;
-        let mut verdicts = devices.verdicts.lock().unwrap_or_else(|p| p.into_inner());
-        verdicts.retain(|(stamp, _, _)| *stamp == devices.stamp);
-        if verdicts.len() >= VERDICTS_PER_NODE {
-            verdicts.clear();
-        }
-        verdicts.push((devices.stamp, key.clone(), outcome.is_some()));
+        devices
+            .verdicts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .put(devices.stamp, *key, outcome.is_some());
         Ok(outcome)
     }
 
@@ -523,5 +578,106 @@ pub fn allocation_on(node: &str, allocation: ClaimAllocation, local: bool) -> Al
     AllocationInfo {
         devices: allocation.devices,
         node_selector,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_hold_for_their_stamp_only() {
+        let (a, b) = (SpecKey::for_test(7), SpecKey::for_test(8));
+        let mut v = Verdicts::default();
+        assert_eq!(v.get(1, a), None);
+        v.put(1, a, true);
+        v.put(1, b, false);
+        assert_eq!(v.get(1, a), Some(true));
+        assert_eq!(v.get(1, b), Some(false));
+        // Another stamp sees none of them, and remembering under it forgets them.
+        assert_eq!(v.get(2, a), None);
+        v.put(2, b, true);
+        assert_eq!(v.get(2, b), Some(true));
+        assert_eq!(v.get(2, a), None);
+        assert_eq!(v.get(1, a), None);
+    }
+
+    #[test]
+    fn verdicts_start_afresh_when_full() {
+        let mut v = Verdicts::default();
+        for id in 0..VERDICTS_PER_NODE as u64 {
+            v.put(5, SpecKey::for_test(id), id % 2 == 0);
+        }
+        assert_eq!(v.get(5, SpecKey::for_test(3)), Some(false));
+        v.put(5, SpecKey::for_test(1000), true);
+        assert_eq!(v.get(5, SpecKey::for_test(3)), None);
+        assert_eq!(v.get(5, SpecKey::for_test(1000)), Some(true));
+    }
+
+    fn claim(namespace: &str, name: &str, version: &str) -> ClaimInfo {
+        ClaimInfo {
+            namespace: namespace.into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            requests: Vec::new(),
+            constraints: Vec::new(),
+            allocation: None,
+            reserved_for: Vec::new(),
+            deleting: false,
+            owner_uid: None,
+            resource_version: version.into(),
+        }
+    }
+
+    #[test]
+    fn claims_are_found_by_namespace_and_name() {
+        let mut state = DraState::default();
+        state.upsert_claim(claim("a", "c", "1"));
+        state.upsert_claim(claim("b", "c", "1"));
+        assert_eq!(
+            state.claim("a", "c").map(|c| c.namespace.as_str()),
+            Some("a")
+        );
+        assert_eq!(
+            state.claim("b", "c").map(|c| c.namespace.as_str()),
+            Some("b")
+        );
+        assert!(state.claim("a", "d").is_none());
+        assert!(state.claim("c", "c").is_none());
+        assert_eq!(state.claims().count(), 2);
+        state.remove_claim("a", "c");
+        assert!(state.claim("a", "c").is_none());
+        assert!(state.claim("b", "c").is_some());
+        assert!(!state.claims.contains_key("a"));
+        state.remove_claim("b", "c");
+        assert!(state.is_empty());
+    }
+
+    #[test]
+    fn an_assumed_claim_stands_against_the_event_of_its_own_version() {
+        let mut state = DraState::default();
+        state.upsert_claim(claim("ns", "c", "1"));
+        let mut assumed = claim("ns", "c", "1");
+        assumed.reserved_for.push(Consumer {
+            resource: "pods".into(),
+            name: "p".into(),
+            uid: "uid-p".into(),
+        });
+        let assumed = Arc::new(assumed);
+        state.assume(&[ClaimUpdate {
+            namespace: "ns".into(),
+            name: "c".into(),
+            pod_claim_name: "gpu".into(),
+            allocation: None,
+            claim: assumed,
+        }]);
+        state.upsert_claim(claim("ns", "c", "1"));
+        assert!(state
+            .claim("ns", "c")
+            .is_some_and(|c| c.is_reserved_for("uid-p")));
+        state.upsert_claim(claim("ns", "c", "2"));
+        assert!(state
+            .claim("ns", "c")
+            .is_some_and(|c| !c.is_reserved_for("uid-p")));
     }
 }
