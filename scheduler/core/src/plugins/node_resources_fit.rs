@@ -187,12 +187,46 @@ pub fn insufficient_resources(
     ignored_groups: &BTreeSet<String>,
 ) -> Vec<InsufficientResource> {
     let mut out = Vec::new();
+    for_each_insufficient(request, node, ignored, ignored_groups, |m| {
+        out.push(InsufficientResource {
+            resource: m.resource.to_string(),
+            reason: m.reason,
+            requested: m.requested,
+            used: m.used,
+            capacity: m.capacity,
+            unresolvable: m.unresolvable,
+        });
+    });
+    out
+}
+
+/// One resource short, as [`for_each_insufficient`] reports it: [`InsufficientResource`]
+/// with the resource's name borrowed.
+struct Shortfall<'a> {
+    resource: &'a str,
+    reason: Cow<'static, str>,
+    requested: i64,
+    used: i64,
+    capacity: i64,
+    unresolvable: bool,
+}
+
+/// [`insufficient_resources`], handing each resource short to `f` in kube's order instead
+/// of collecting them: the Filter builds its reasons from them without an intermediate
+/// list (the filter runs on every node in every cycle).
+fn for_each_insufficient<'a>(
+    request: &'a Resources,
+    node: &NodeInfo,
+    ignored: &BTreeSet<String>,
+    ignored_groups: &BTreeSet<String>,
+    mut f: impl FnMut(Shortfall<'a>),
+) {
     let allocatable = &node.allocatable;
     let requested = &node.requested;
     let pods_on_node = i64::try_from(node.pods.len()).unwrap_or(i64::MAX);
     if pods_on_node + 1 > allocatable.allowed_pods {
-        out.push(InsufficientResource {
-            resource: PODS.into(),
+        f(Shortfall {
+            resource: PODS,
             reason: Cow::Borrowed(REASON_TOO_MANY_PODS),
             requested: 1,
             used: pods_on_node,
@@ -200,11 +234,15 @@ pub fn insufficient_resources(
             unresolvable: false,
         });
     }
-    let mut check = |resource: &str, reason: Cow<'static, str>, want: i64, used: i64, cap: i64| {
+    let mut check = |resource: &'a str,
+                     reason: &dyn Fn() -> Cow<'static, str>,
+                     want: i64,
+                     used: i64,
+                     cap: i64| {
         if want > 0 && want > cap - used {
-            out.push(InsufficientResource {
-                resource: resource.into(),
-                reason,
+            f(Shortfall {
+                resource,
+                reason: reason(),
                 requested: want,
                 used,
                 capacity: cap,
@@ -214,21 +252,21 @@ pub fn insufficient_resources(
     };
     check(
         CPU,
-        Cow::Borrowed(REASON_INSUFFICIENT_CPU),
+        &|| Cow::Borrowed(REASON_INSUFFICIENT_CPU),
         request.milli_cpu,
         requested.milli_cpu,
         allocatable.milli_cpu,
     );
     check(
         MEMORY,
-        Cow::Borrowed(REASON_INSUFFICIENT_MEMORY),
+        &|| Cow::Borrowed(REASON_INSUFFICIENT_MEMORY),
         request.memory,
         requested.memory,
         allocatable.memory,
     );
     check(
         EPHEMERAL_STORAGE,
-        Cow::Borrowed(REASON_INSUFFICIENT_EPHEMERAL_STORAGE),
+        &|| Cow::Borrowed(REASON_INSUFFICIENT_EPHEMERAL_STORAGE),
         request.ephemeral_storage,
         requested.ephemeral_storage,
         allocatable.ephemeral_storage,
@@ -245,13 +283,12 @@ pub fn insufficient_resources(
         }
         check(
             name,
-            Cow::Owned(format!("{REASON_INSUFFICIENT_PREFIX}{name}")),
+            &|| Cow::Owned(format!("{REASON_INSUFFICIENT_PREFIX}{name}")),
             *want,
             requested.scalar(name),
             allocatable.scalar(name),
         );
     }
-    out
 }
 
 /// The inputs of kube's resource-allocation scorers: per configured resource, what the pod
@@ -659,23 +696,29 @@ impl Filter for NodeResourcesFit {
         let request = state
             .get::<PreFilterState>()
             .map_or(&pod.requests, |s| &s.request);
-        let missing = insufficient_resources(
+        let mut reasons = Vec::new();
+        let mut unresolvable = false;
+        for_each_insufficient(
             request,
             node,
             &self.ignored_resources,
             &self.ignored_resource_groups,
+            |m| {
+                unresolvable |= m.unresolvable;
+                reasons.push(m.reason);
+            },
         );
-        if missing.is_empty() {
+        if reasons.is_empty() {
             return Fit::Yes;
         }
-        let code = if missing.iter().any(|m| m.unresolvable) {
+        let code = if unresolvable {
             Code::UnschedulableAndUnresolvable
         } else {
             Code::Unschedulable
         };
         Fit::No(Rejection {
             plugin: NAME,
-            reasons: missing.into_iter().map(|m| m.reason).collect(),
+            reasons,
             code,
         })
     }
