@@ -735,23 +735,27 @@ fn diagnose(
         num_all_nodes: snapshot.len(),
         ..Diagnosis::default()
     };
+    // Gathered first and built in one go (a sort, then the tree bottom-up): a pod no node
+    // takes has a rejection per node, and inserting them one by one costs a search each.
+    let mut node_rejections = Vec::with_capacity(nodes.len());
     if let Some(narrowing) = narrowing {
         diagnosis
             .unschedulable_plugins
             .extend(narrowing.plugins.iter().copied());
         let rejection = narrowing.rejection();
         for index in (0..nodes.len()).filter(|&i| !candidates.contains(i)) {
-            diagnosis
-                .node_rejections
-                .insert(nodes[index].name().to_string(), rejection.clone());
+            node_rejections.push((nodes[index].name().to_string(), rejection.clone()));
         }
     }
+    let mut last_plugin = None;
     for (index, rejection) in rejected {
-        diagnosis.unschedulable_plugins.insert(rejection.plugin);
-        diagnosis
-            .node_rejections
-            .insert(nodes[index].name().to_string(), rejection);
+        if last_plugin != Some(rejection.plugin) {
+            last_plugin = Some(rejection.plugin);
+            diagnosis.unschedulable_plugins.insert(rejection.plugin);
+        }
+        node_rejections.push((nodes[index].name().to_string(), rejection));
     }
+    diagnosis.node_rejections = node_rejections.into_iter().collect();
     diagnosis
 }
 
