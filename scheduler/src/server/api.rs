@@ -299,7 +299,12 @@ impl pb::berth_server::Berth for ApiService {
     }
 
     async fn get(&self, req: Request<pb::GetRequest>) -> Reply<pb::Object> {
-        Ok(Response::new(ApiService::get(self, req.into_inner())?))
+        // A consistent read may wait for the store (on etcd a quorum read, then up to
+        // CONSISTENT_READ_TIMEOUT for the cache): off the runtime's threads.
+        let this = self.clone();
+        let req = req.into_inner();
+        let resp = blocking(move || ApiService::get(&this, req)).await?;
+        Ok(Response::new(resp))
     }
 
     async fn list(&self, req: Request<pb::ListRequest>) -> Reply<pb::ListResponse> {
