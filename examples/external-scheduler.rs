@@ -59,7 +59,7 @@ pub async fn run(
             pods.remove(&pod.metadata.uid);
             continue;
         }
-        pods.insert(pod.metadata.uid.clone(), pod.clone());
+        pods.insert(pod.metadata.uid.clone(), (*pod).clone());
         let unbound = pod.spec.node_name.is_empty() && pod.metadata.deletion_timestamp.is_none();
         if pod.spec.scheduler_name != name || !unbound || !pod.spec.scheduling_gates.is_empty() {
             continue;

@@ -577,7 +577,7 @@ pub fn list_pods(
 /// The pod an object is, if it is one.
 pub fn as_pod(object: berth_proto::model::Object) -> Option<berth_proto::model::Pod> {
     match object {
-        berth_proto::model::Object::Pod(p) => Some(p),
+        berth_proto::model::Object::Pod(p) => Some(*p),
         _ => None,
     }
 }
@@ -585,7 +585,7 @@ pub fn as_pod(object: berth_proto::model::Object) -> Option<berth_proto::model::
 /// The event an object is, if it is one.
 pub fn as_event(object: berth_proto::model::Object) -> Option<berth_proto::model::Event> {
     match object {
-        berth_proto::model::Object::Event(e) => Some(e),
+        berth_proto::model::Object::Event(e) => Some(*e),
         _ => None,
     }
 }

@@ -718,7 +718,7 @@ impl Agent {
 fn slices_to_pb(slices: Vec<model::ResourceSlice>) -> Vec<pb::Object> {
     slices
         .into_iter()
-        .map(|s| object_to_pb(&Object::ResourceSlice(s)))
+        .map(|s| object_to_pb(&Object::ResourceSlice(Box::new(s))))
         .collect()
 }
 

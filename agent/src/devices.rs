@@ -89,14 +89,13 @@ impl Devices {
         }
         // Check them as the scheduler will see them.
         for slice in devices.for_node("node-check") {
-            berth_proto::validate::validate_object(&Object::ResourceSlice(slice.clone())).map_err(
-                |e| {
+            berth_proto::validate::validate_object(&Object::ResourceSlice(Box::new(slice.clone())))
+                .map_err(|e| {
                     problem(
                         file.unwrap_or(Path::new("--gpus")),
                         format!("ResourceSlice of driver {}: {e}", slice.spec.driver),
                     )
-                },
-            )?;
+                })?;
         }
         Ok(devices)
     }
@@ -262,7 +261,7 @@ fn read_file(path: &Path) -> Result<Vec<ResourceSlice>> {
                 "{field}: Forbidden: the agent publishes the slice on its own node"
             )));
         }
-        slices.push(slice);
+        slices.push(*slice);
     }
     if slices.is_empty() {
         return Err(problem(path, "no ResourceSlice in the file".into()));

@@ -430,7 +430,7 @@ async fn churn_e2e(
                     .await;
                 })));
             }
-            apply_all(&mut api, vec![Object::Pod(churn.pod_at(tick))], 1).await?;
+            apply_all(&mut api, vec![Object::Pod(Box::new(churn.pod_at(tick)))], 1).await?;
         } else {
             let made = tick - 1;
             let mut doomed = vec![(pb::Kind::Pod, MEASURED_NAMESPACE, Churn::pod_name(made))];
@@ -590,7 +590,7 @@ async fn drive_e2e(
     if workload.needs_priority_classes() {
         let classes = priority_classes()
             .into_iter()
-            .map(Object::PriorityClass)
+            .map(Object::from)
             .collect::<Vec<_>>();
         apply_all(&mut api, classes, apply_batch(args)).await?;
     }

@@ -493,7 +493,7 @@ async fn start_and_wait(
         }
     };
     if args.gpus.is_some() {
-        let class = Object::DeviceClass(berth_scheduler::lab::objects::gpu_class());
+        let class = Object::DeviceClass(Box::new(berth_scheduler::lab::objects::gpu_class()));
         client
             .apply(pb::ApplyRequest {
                 objects: vec![berth_proto::wire::object_to_pb(&class)],

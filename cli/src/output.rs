@@ -797,14 +797,14 @@ mod tests {
 
     #[test]
     fn objects_render_with_api_version_and_kind() {
-        let pod = Object::Pod(Pod {
+        let pod = Object::Pod(Box::new(Pod {
             metadata: ObjectMeta {
                 name: "web".into(),
                 namespace: "default".into(),
                 ..Default::default()
             },
             ..Default::default()
-        });
+        }));
         let single = render_objects(std::slice::from_ref(&pod), true, Format::Yaml);
         assert!(
             single.starts_with("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n"),

@@ -27,12 +27,12 @@ pub fn object_to_pb(obj: &Object) -> pb::Object {
 
 /// The message for a pod.
 pub fn pod_to_pb(pod: &Pod) -> pb::Object {
-    object_to_pb(&Object::Pod(pod.clone()))
+    object_to_pb(&Object::Pod(Box::new(pod.clone())))
 }
 
 /// The message for a node.
 pub fn node_to_pb(node: &Node) -> pb::Object {
-    object_to_pb(&Object::Node(node.clone()))
+    object_to_pb(&Object::Node(Box::new(node.clone())))
 }
 
 /// The object a message carries. Errors name fields relative to the object
@@ -84,7 +84,7 @@ pub fn object_of_kind(
 /// The pod a message carries (see [`object_of_kind`]).
 pub fn pod_from_pb(msg: Option<&pb::Object>, field: &str) -> Result<Pod, FieldError> {
     match object_of_kind(msg, Kind::Pod, field)? {
-        Object::Pod(pod) => Ok(pod),
+        Object::Pod(pod) => Ok(*pod),
         other => unreachable!("a KIND_POD message decodes as a pod, not {}", other.kind()),
     }
 }
@@ -92,7 +92,7 @@ pub fn pod_from_pb(msg: Option<&pb::Object>, field: &str) -> Result<Pod, FieldEr
 /// The node a message carries (see [`object_of_kind`]).
 pub fn node_from_pb(msg: Option<&pb::Object>, field: &str) -> Result<Node, FieldError> {
     match object_of_kind(msg, Kind::Node, field)? {
-        Object::Node(node) => Ok(node),
+        Object::Node(node) => Ok(*node),
         other => unreachable!(
             "a KIND_NODE message decodes as a node, not {}",
             other.kind()

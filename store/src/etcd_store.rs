@@ -1056,13 +1056,13 @@ fn resync(shared: &Shared, compact_revision: i64) {
 fn resync_filler() -> Change {
     Change {
         change_type: ChangeType::Deleted,
-        object: Arc::new(Object::Namespace(berth_proto::model::Namespace {
+        object: Arc::new(Object::Namespace(Box::new(berth_proto::model::Namespace {
             metadata: berth_proto::model::ObjectMeta {
                 name: "berth:watch-resync".into(),
                 ..Default::default()
             },
             ..Default::default()
-        })),
+        }))),
         revision: 0,
     }
 }

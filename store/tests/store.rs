@@ -79,14 +79,14 @@ fn data_survives_reopen() {
             .commit(vec![
                 Op::Create(pod("default", "web")),
                 Op::Create(node("n1")),
-                Op::Create(Object::PriorityClass(PriorityClass {
+                Op::Create(Object::PriorityClass(Box::new(PriorityClass {
                     metadata: ObjectMeta {
                         name: "high".into(),
                         ..Default::default()
                     },
                     value: 1000,
                     ..Default::default()
-                })),
+                }))),
             ])
             .expect("commit")
     };

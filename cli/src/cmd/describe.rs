@@ -96,7 +96,7 @@ pub async fn run(args: DescribeArgs, ctx: &mut Context<'_>) -> anyhow::Result<()
                             .get(Kind::ResourceClaim, &pod.metadata.namespace, name)
                             .await;
                         if let Ok(Object::ResourceClaim(c)) = got {
-                            claims.insert(r.name.clone(), c);
+                            claims.insert(r.name.clone(), *c);
                         }
                     }
                     text.push_str(&resource_claims(pod, &claims));
@@ -114,7 +114,7 @@ pub async fn run(args: DescribeArgs, ctx: &mut Context<'_>) -> anyhow::Result<()
                 let pods: Vec<Pod> = pods
                     .into_iter()
                     .filter_map(|o| match o {
-                        Object::Pod(p) if p.spec.node_name == node.metadata.name => Some(p),
+                        Object::Pod(p) if p.spec.node_name == node.metadata.name => Some(*p),
                         _ => None,
                     })
                     .collect();
@@ -178,7 +178,7 @@ fn events_about(
     let mut about: Vec<Event> = events
         .iter()
         .filter_map(|o| match o {
-            Object::Event(e) => Some(e),
+            Object::Event(e) => Some(&**e),
             _ => None,
         })
         .filter(|e| {
@@ -885,7 +885,10 @@ mod tests {
             ..event.clone()
         };
         let events = events_about(
-            &[Object::Event(event), Object::Event(other)],
+            &[
+                Object::Event(Box::new(event)),
+                Object::Event(Box::new(other)),
+            ],
             "Pod",
             &pod.metadata,
         );

@@ -258,7 +258,7 @@ pub async fn run(args: DrainArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
         .await?
         .into_iter()
         .filter_map(|o| match o {
-            Object::Pod(p) => Some(p),
+            Object::Pod(p) => Some(*p),
             _ => None,
         })
         .collect();

@@ -196,7 +196,7 @@ mod tests {
     use berth_proto::model::{ObjectMeta, Pod, PodPhase, PodSpec, PodStatus};
 
     fn pod(name: &str, node: &str, phase: PodPhase) -> Object {
-        Object::Pod(Pod {
+        Object::Pod(Box::new(Pod {
             metadata: ObjectMeta {
                 name: name.into(),
                 namespace: "default".into(),
@@ -211,7 +211,7 @@ mod tests {
                 ..Default::default()
             },
             ..Default::default()
-        })
+        }))
     }
 
     #[test]

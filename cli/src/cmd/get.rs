@@ -866,7 +866,7 @@ mod tests {
             if let Some(app) = app {
                 b = b.label("app.kubernetes.io/name", app);
             }
-            Object::Pod(b.build())
+            Object::Pod(Box::new(b.build()))
         };
         let objects = vec![
             pod("c", Some("web"), 500),
@@ -918,7 +918,7 @@ mod tests {
     fn tables_have_kubectl_columns() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let created = Some(Time(now - Duration::from_secs(192)));
-        let pod = Object::Pod(Pod {
+        let pod = Object::Pod(Box::new(Pod {
             metadata: ObjectMeta {
                 name: "web-1".into(),
                 namespace: "shop".into(),
@@ -935,7 +935,7 @@ mod tests {
                 ..Default::default()
             },
             ..Default::default()
-        });
+        }));
         let options = TableOptions {
             wide: true,
             namespace_column: true,
@@ -976,7 +976,7 @@ mod tests {
             wide: true,
             ..Default::default()
         };
-        let got = table(Kind::Node, &[Object::Node(node)], options, now).render(true);
+        let got = table(Kind::Node, &[Object::Node(Box::new(node))], options, now).render(true);
         assert_eq!(
             got,
             "NAME   STATUS                       ROLES    AGE     CPU   MEMORY   PODS   INTERNAL-IP   TAINTS\n\
@@ -1033,28 +1033,28 @@ mod tests {
         let cases = [
             Case {
                 name: "namespace",
-                object: Object::Namespace(Namespace {
+                object: Object::Namespace(Box::new(Namespace {
                     metadata: meta("shop"),
                     ..Default::default()
-                }),
+                })),
                 wide: false,
                 want: "NAME   STATUS   AGE\n\
                        shop   Active   3m12s\n",
             },
             Case {
                 name: "runtime class",
-                object: Object::RuntimeClass(RuntimeClass {
+                object: Object::RuntimeClass(Box::new(RuntimeClass {
                     metadata: meta("kata"),
                     handler: "kata-fc".into(),
                     ..Default::default()
-                }),
+                })),
                 wide: false,
                 want: "NAME   HANDLER   AGE\n\
                        kata   kata-fc   3m12s\n",
             },
             Case {
                 name: "pdb",
-                object: Object::PodDisruptionBudget(PodDisruptionBudget {
+                object: Object::PodDisruptionBudget(Box::new(PodDisruptionBudget {
                     metadata: meta("web"),
                     spec: PodDisruptionBudgetSpec {
                         max_unavailable: Some(IntOrString::String("25%".into())),
@@ -1065,14 +1065,14 @@ mod tests {
                         ..Default::default()
                     },
                     ..Default::default()
-                }),
+                })),
                 wide: false,
                 want: "NAME   MIN AVAILABLE   MAX UNAVAILABLE   ALLOWED DISRUPTIONS   AGE\n\
                        web    N/A             25%               1                     3m12s\n",
             },
             Case {
                 name: "deployment",
-                object: Object::Deployment(Deployment {
+                object: Object::Deployment(Box::new(Deployment {
                     metadata: meta("web"),
                     spec: DeploymentSpec {
                         replicas: 3,
@@ -1085,14 +1085,14 @@ mod tests {
                         ..Default::default()
                     },
                     ..Default::default()
-                }),
+                })),
                 wide: false,
                 want: "NAME   READY   UP-TO-DATE   AVAILABLE   AGE\n\
                        web    2/3     3            1           3m12s\n",
             },
             Case {
                 name: "deployment, wide",
-                object: Object::Deployment(Deployment {
+                object: Object::Deployment(Box::new(Deployment {
                     metadata: meta("web"),
                     spec: DeploymentSpec {
                         selector: Some(selector.clone()),
@@ -1100,14 +1100,14 @@ mod tests {
                         ..Default::default()
                     },
                     ..Default::default()
-                }),
+                })),
                 wide: true,
                 want: "NAME   READY   UP-TO-DATE   AVAILABLE   AGE     CONTAINERS   IMAGES               SELECTOR\n\
                        web    0/1     0            0           3m12s   app,log      nginx:1.27,busybox   app in (api,web),tier=front\n",
             },
             Case {
                 name: "replica set",
-                object: Object::ReplicaSet(ReplicaSet {
+                object: Object::ReplicaSet(Box::new(ReplicaSet {
                     metadata: meta("web-abc"),
                     spec: ReplicaSetSpec {
                         replicas: 3,
@@ -1119,14 +1119,14 @@ mod tests {
                         ..Default::default()
                     },
                     ..Default::default()
-                }),
+                })),
                 wide: false,
                 want: "NAME      DESIRED   CURRENT   READY   AGE\n\
                        web-abc   3         3         2       3m12s\n",
             },
             Case {
                 name: "daemon set, wide, no selector",
-                object: Object::DaemonSet(DaemonSet {
+                object: Object::DaemonSet(Box::new(DaemonSet {
                     metadata: meta("agent"),
                     spec: DaemonSetSpec {
                         selector: None,
@@ -1140,14 +1140,14 @@ mod tests {
                         ..Default::default()
                     },
                     ..Default::default()
-                }),
+                })),
                 wide: true,
                 want: "NAME    DESIRED   CURRENT   READY   AGE     CONTAINERS   IMAGES               SELECTOR\n\
                        agent   4         4         3       3m12s   app,log      nginx:1.27,busybox   <none>\n",
             },
             Case {
                 name: "resource quota",
-                object: Object::ResourceQuota(ResourceQuota {
+                object: Object::ResourceQuota(Box::new(ResourceQuota {
                     metadata: meta("compute"),
                     spec: ResourceQuotaSpec {
                         hard: [("pods".to_string(), q("99"))].into(),
@@ -1163,21 +1163,21 @@ mod tests {
                         used: [("requests.cpu".to_string(), q("250m"))].into(),
                     },
                     ..Default::default()
-                }),
+                })),
                 wide: false,
                 want: "NAME      AGE     REQUEST                            LIMIT\n\
                        compute   3m12s   pods: 0/10, requests.cpu: 250m/1   limits.cpu: 0/2\n",
             },
             Case {
                 name: "resource quota before its status is written",
-                object: Object::ResourceQuota(ResourceQuota {
+                object: Object::ResourceQuota(Box::new(ResourceQuota {
                     metadata: meta("pods"),
                     spec: ResourceQuotaSpec {
                         hard: [("pods".to_string(), q("10"))].into(),
                         ..Default::default()
                     },
                     ..Default::default()
-                }),
+                })),
                 wide: false,
                 want: "NAME   AGE     REQUEST      LIMIT\n\
                        pods   3m12s   pods: 0/10   \n",

@@ -260,7 +260,7 @@ async fn history_of(
             .get(names::ANNOTATION_REVISION)
             .and_then(|v| v.parse::<i64>().ok());
         if let (true, Some(revision)) = (owned, revision) {
-            by_revision.insert(revision, rs);
+            by_revision.insert(revision, *rs);
         }
     }
     Ok(by_revision)
@@ -289,7 +289,7 @@ async fn get_deployment(
     name: &str,
 ) -> anyhow::Result<Deployment> {
     match client.get(Kind::Deployment, namespace, name).await? {
-        Object::Deployment(d) => Ok(d),
+        Object::Deployment(d) => Ok(*d),
         _ => bail!("deployments.apps {name:?} is not a deployment"),
     }
 }
@@ -332,7 +332,7 @@ async fn undo(args: UndoArgs, ctx: &mut Context<'_>) -> anyhow::Result<()> {
             }
             d.spec.template = template;
             // Conditional on the version read: a change meanwhile is a conflict, not lost.
-            client.apply(&[Object::Deployment(d)], false).await?;
+            client.apply(&[Object::Deployment(Box::new(d))], false).await?;
             anyhow::Ok(format!("{reference} rolled back"))
         }
         .await;

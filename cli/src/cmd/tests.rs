@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use berth_model::testing::failed_scheduling_event;
-use berth_proto::model::{Kind, Node, Object, ObjectKey, Pod, Time};
+use berth_proto::model::{Kind, Node, Object, ObjectKey, Time};
 use berth_proto::pb;
 use berth_proto::pb::berth_server::{Berth, BerthServer};
 use berth_proto::wire::{kind_from_pb, kind_to_pb, object_from_pb, object_to_pb, pod_to_pb};
@@ -289,7 +289,7 @@ impl TestServer {
 
     fn node(&self, name: &str) -> Node {
         match self.object(Kind::Node, "", name) {
-            Some(Object::Node(node)) => node,
+            Some(Object::Node(node)) => *node,
             other => panic!("node {name}: {other:?}"),
         }
     }
@@ -574,16 +574,17 @@ async fn delete_by_name_selector_and_manifest() {
 #[tokio::test]
 async fn describe_pod_shows_its_failed_scheduling_event() {
     let server = TestServer::with_applied(&[("web.yaml", WEB)]).await;
-    let Some(Object::Pod(Pod { metadata, .. })) = server.object(Kind::Pod, "default", "web") else {
+    let Some(Object::Pod(pod)) = server.object(Kind::Pod, "default", "web") else {
         panic!("pod stored");
     };
-    server.insert(Object::Event(failed_scheduling_event(
+    let metadata = pod.metadata;
+    server.insert(Object::Event(Box::new(failed_scheduling_event(
         "default",
         "web",
         &metadata.uid,
         "0/0 nodes are available: no nodes available to schedule pods.",
         Time::now(),
-    )));
+    ))));
 
     let out = server.succeeds(&["describe", "pod", "web"]).await;
     assert!(

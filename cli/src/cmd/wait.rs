@@ -288,7 +288,7 @@ mod tests {
     fn conditions_parse_and_match_as_kubectl() {
         let mut pod = PodBuilder::new("web").ready(true).build();
         pod.status.phase = berth_proto::model::PodPhase::Running;
-        let pod = Object::Pod(pod);
+        let pod = Object::Pod(Box::new(pod));
         // (--for, object exists, met)
         let cases = [
             ("condition=Ready", true, true),

@@ -292,7 +292,7 @@ mod tests {
     #[test]
     fn watch_printers_print_the_header_once_and_separate_documents() {
         let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
-        let pod = |name: &str| Object::Pod(PodBuilder::new(name).created(1_000).build());
+        let pod = |name: &str| Object::Pod(Box::new(PodBuilder::new(name).created(1_000).build()));
         use WatchEventType::{Added, Deleted};
         // (flags, batches printed one after the other, the text of each)
         let cases: &[(&[&str], &[&[WatchEventType]], &[&str])] = &[
@@ -365,7 +365,7 @@ mod tests {
         let pod = |name: &str, version: &str| {
             let mut pod = PodBuilder::new(name).build();
             pod.metadata.resource_version = version.to_string();
-            Object::Pod(pod)
+            Object::Pod(Box::new(pod))
         };
         // (shown before, listed now, printed, shown after): names with their versions
         type Row<'a> = (&'a [(&'a str, &'a str)], &'a [(&'a str, &'a str)]);
@@ -429,7 +429,7 @@ mod tests {
     #[test]
     fn client_side_selection_reports_what_a_server_selector_would() {
         use WatchEventType::{Added, Deleted, Modified};
-        let pod = Object::Pod(PodBuilder::new("web").build());
+        let pod = Object::Pod(Box::new(PodBuilder::new("web").build()));
         // (event, selected now, shown before) -> (printed as, shown after)
         let cases = [
             (Added, true, false, Some(Added), true),

@@ -2164,7 +2164,7 @@ mod tests {
     }
 
     fn pod(edit: impl FnOnce(&mut Pod)) -> Object {
-        Object::Pod(edited(valid_pod(), edit))
+        Object::Pod(Box::new(edited(valid_pod(), edit)))
     }
 
     fn spec(edit: impl FnOnce(&mut PodSpec)) -> Object {
@@ -2222,20 +2222,20 @@ mod tests {
     }
 
     fn node(edit: impl FnOnce(&mut Node)) -> Object {
-        Object::Node(edited(valid_node(), edit))
+        Object::Node(Box::new(edited(valid_node(), edit)))
     }
 
     fn priority_class(name: &str, value: i32, global_default: bool) -> Object {
-        Object::PriorityClass(PriorityClass {
+        Object::PriorityClass(Box::new(PriorityClass {
             metadata: meta(name, ""),
             value,
             global_default,
             ..Default::default()
-        })
+        }))
     }
 
     fn event(edit: impl FnOnce(&mut Event)) -> Object {
-        Object::Event(edited(
+        Object::Event(Box::new(edited(
             Event {
                 metadata: meta("web-1.17a3b", "default"),
                 involved_object: ObjectReference {
@@ -2250,7 +2250,7 @@ mod tests {
                 ..Default::default()
             },
             edit,
-        ))
+        )))
     }
 
     struct Case {
@@ -3044,7 +3044,7 @@ mod tests {
     }
 
     fn deployment(edit: impl FnOnce(&mut Deployment)) -> Object {
-        Object::Deployment(edited(
+        Object::Deployment(Box::new(edited(
             Deployment {
                 metadata: meta("web", "default"),
                 spec: DeploymentSpec {
@@ -3063,7 +3063,7 @@ mod tests {
                 ..Default::default()
             },
             edit,
-        ))
+        )))
     }
 
     fn rolling(d: &mut Deployment) -> &mut RollingUpdateDeployment {
@@ -3077,7 +3077,7 @@ mod tests {
     }
 
     fn replica_set(edit: impl FnOnce(&mut ReplicaSet)) -> Object {
-        Object::ReplicaSet(edited(
+        Object::ReplicaSet(Box::new(edited(
             ReplicaSet {
                 metadata: meta("web-abc", "default"),
                 spec: ReplicaSetSpec {
@@ -3089,11 +3089,11 @@ mod tests {
                 ..Default::default()
             },
             edit,
-        ))
+        )))
     }
 
     fn daemon_set(edit: impl FnOnce(&mut DaemonSet)) -> Object {
-        Object::DaemonSet(edited(
+        Object::DaemonSet(Box::new(edited(
             DaemonSet {
                 metadata: meta("agent", "kube-system"),
                 spec: DaemonSetSpec {
@@ -3107,11 +3107,11 @@ mod tests {
                 ..Default::default()
             },
             edit,
-        ))
+        )))
     }
 
     fn pdb(edit: impl FnOnce(&mut PodDisruptionBudgetSpec)) -> Object {
-        Object::PodDisruptionBudget(PodDisruptionBudget {
+        Object::PodDisruptionBudget(Box::new(PodDisruptionBudget {
             metadata: meta("web-pdb", "default"),
             spec: edited(
                 PodDisruptionBudgetSpec {
@@ -3122,11 +3122,11 @@ mod tests {
                 edit,
             ),
             ..Default::default()
-        })
+        }))
     }
 
     fn runtime_class(edit: impl FnOnce(&mut RuntimeClass)) -> Object {
-        Object::RuntimeClass(edited(
+        Object::RuntimeClass(Box::new(edited(
             RuntimeClass {
                 metadata: meta("kata-fc", ""),
                 handler: "kata-fc".into(),
@@ -3144,11 +3144,11 @@ mod tests {
                 ..Default::default()
             },
             edit,
-        ))
+        )))
     }
 
     fn quota(edit: impl FnOnce(&mut ResourceQuotaSpec)) -> Object {
-        Object::ResourceQuota(ResourceQuota {
+        Object::ResourceQuota(Box::new(ResourceQuota {
             metadata: meta("pods-high", "default"),
             spec: edited(
                 ResourceQuotaSpec {
@@ -3170,7 +3170,7 @@ mod tests {
                 edit,
             ),
             ..Default::default()
-        })
+        }))
     }
 
     fn scope_req(
@@ -3608,7 +3608,7 @@ mod tests {
 
     #[test]
     fn namespace_rules() {
-        let ns = |name: &str| Object::Namespace(Namespace::new(name));
+        let ns = |name: &str| Object::Namespace(Box::new(Namespace::new(name)));
         run(vec![
             case("valid", ns("team-a"), &[]),
             case(
@@ -3631,14 +3631,14 @@ mod tests {
             ),
             case(
                 "bad label",
-                Object::Namespace(Namespace {
+                Object::Namespace(Box::new(Namespace {
                     metadata: ObjectMeta {
                         name: "team-a".into(),
                         labels: string_map(&[("team", "a b")]),
                         ..Default::default()
                     },
                     ..Default::default()
-                }),
+                })),
                 &[("metadata.labels.team", "a valid label must be")],
             ),
         ]);

@@ -149,7 +149,7 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
     let mut created = Vec::new();
     for node in &plan.create_on {
         let pod = daemon_pod_for(&ds, node, &mut m.rng);
-        match admission::admit(m.store(), Object::Pod(pod), &m.admission) {
+        match admission::admit(m.store(), Object::Pod(Box::new(pod)), &m.admission) {
             Ok(obj) => {
                 created.push(obj.meta().name.clone());
                 ops.push(Op::Create(obj));

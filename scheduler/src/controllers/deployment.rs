@@ -174,7 +174,7 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
                 if controller_of(&rs.metadata.owner_references)
                     .is_some_and(|r| r.uid == d.metadata.uid) =>
             {
-                Some(rs.clone())
+                Some((**rs).clone())
             }
             _ => None,
         })
@@ -245,7 +245,7 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
             created.spec.replicas = plan.new_replicas;
             stamp_revision(&mut created, &d, revision);
             scaled.push((created.metadata.name.clone(), plan.new_replicas));
-            ops.push(Op::Create(Object::ReplicaSet(created)));
+            ops.push(Op::Create(Object::ReplicaSet(Box::new(created))));
         }
         Some(rs) => {
             if revision_of(rs) < revision {
@@ -256,7 +256,7 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
                     scaled.push((rs.metadata.name.clone(), plan.new_replicas));
                 }
                 ops.push(Op::Update {
-                    object: Object::ReplicaSet(renumbered),
+                    object: Object::ReplicaSet(Box::new(renumbered)),
                     precondition: Precondition::ResourceVersion(
                         rs.metadata.resource_version.clone(),
                     ),
@@ -316,7 +316,7 @@ fn scale_op(rs: &ReplicaSet, replicas: i32) -> Option<Op> {
     let mut scaled = rs.clone();
     scaled.spec.replicas = replicas;
     Some(Op::Update {
-        object: Object::ReplicaSet(scaled),
+        object: Object::ReplicaSet(Box::new(scaled)),
         precondition: Precondition::ResourceVersion(rs.metadata.resource_version.clone()),
     })
 }
@@ -335,7 +335,10 @@ fn update_status(
     status.available_replicas = all.iter().map(|rs| rs.status.available_replicas).sum();
     status.updated_replicas = new_rs.map_or(0, |rs| rs.status.replicas);
     status.observed_generation = d.metadata.generation;
-    m.update_if_changed(&Object::Deployment(d.clone()), Object::Deployment(updated))
+    m.update_if_changed(
+        &Object::Deployment(Box::new(d.clone())),
+        Object::Deployment(Box::new(updated)),
+    )
 }
 
 #[cfg(test)]

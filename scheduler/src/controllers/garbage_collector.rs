@@ -110,7 +110,7 @@ mod tests {
     use berth_store::{Change, ChangeType};
 
     fn rs(name: &str, uid: &str) -> Object {
-        Object::ReplicaSet(ReplicaSet {
+        Object::ReplicaSet(Box::new(ReplicaSet {
             metadata: ObjectMeta {
                 name: name.into(),
                 namespace: "default".into(),
@@ -119,7 +119,7 @@ mod tests {
                 ..Default::default()
             },
             ..Default::default()
-        })
+        }))
     }
 
     fn owned_pod(owners: &[(&str, &str, &str)]) -> Object {
@@ -136,7 +136,7 @@ mod tests {
                 ..Default::default()
             })
             .collect();
-        Object::Pod(pod)
+        Object::Pod(Box::new(pod))
     }
 
     #[test]

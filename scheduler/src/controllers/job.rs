@@ -189,7 +189,7 @@ pub fn first_pending_indexes(
 }
 
 fn job_ref(job: &Job) -> berth_proto::model::ObjectReference {
-    object_ref(&Object::Job(job.clone()))
+    object_ref(&Object::Job(Box::new(job.clone())))
 }
 
 fn instant_at(target: SystemTime, now: SystemTime) -> Instant {
@@ -409,7 +409,7 @@ pub fn reconcile(m: &mut ControllerManager, namespace: &str, name: &str) -> Resu
                 .finalizers
                 .retain(|f| f != JOB_TRACKING_FINALIZER);
             Op::Update {
-                object: Object::Pod(pod),
+                object: Object::Pod(Box::new(pod)),
                 precondition: Precondition::ResourceVersion(p.metadata.resource_version.clone()),
             }
         })
@@ -557,7 +557,7 @@ fn create_pods(
         for index in &indexes {
             let pod = job_pod(job, *index, &mut m.rng);
             names.push(pod.metadata.name.clone());
-            match admission::admit(m.store(), Object::Pod(pod), &m.admission) {
+            match admission::admit(m.store(), Object::Pod(Box::new(pod)), &m.admission) {
                 Ok(obj) => ops.push(Op::Create(obj)),
                 Err(source) => {
                     m.job_events.record(

@@ -136,7 +136,7 @@ pub fn controlled_pods<'a>(cache: &'a Cache, uid: &str) -> Vec<&'a Pod> {
             Object::Pod(p)
                 if controller_of(&p.metadata.owner_references).is_some_and(|r| r.uid == uid) =>
             {
-                Some(p)
+                Some(&**p)
             }
             _ => None,
         })

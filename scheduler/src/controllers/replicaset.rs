@@ -200,11 +200,11 @@ fn create_pods(
         let names: Vec<String> = pods.iter().map(|p| p.metadata.name.clone()).collect();
         let mut ops = Vec::with_capacity(pods.len());
         for pod in pods {
-            match admission::admit(m.store(), Object::Pod(pod), &m.admission) {
+            match admission::admit(m.store(), Object::Pod(Box::new(pod)), &m.admission) {
                 Ok(obj) => ops.push(Op::Create(obj)),
                 Err(source) => {
                     m.events.record(
-                        object_ref(&Object::ReplicaSet(rs.clone())),
+                        object_ref(&Object::ReplicaSet(Box::new(rs.clone()))),
                         WARNING,
                         "FailedCreate",
                         format!("Error creating: {source}"),
@@ -227,7 +227,10 @@ fn update_status(m: &mut ControllerManager, rs: &ReplicaSet, owned: &[Pod]) -> R
     updated.status.replicas = replicas;
     updated.status.ready_replicas = ready;
     updated.status.available_replicas = available;
-    m.update_if_changed(&Object::ReplicaSet(rs.clone()), Object::ReplicaSet(updated))
+    m.update_if_changed(
+        &Object::ReplicaSet(Box::new(rs.clone())),
+        Object::ReplicaSet(Box::new(updated)),
+    )
 }
 
 #[cfg(test)]

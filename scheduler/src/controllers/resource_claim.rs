@@ -97,20 +97,23 @@ pub fn sync_pod(m: &mut ControllerManager, namespace: &str, name: &str) -> Resul
                 };
                 let claim_name = free_name(m, &pod, &entry.name, &ops);
                 let claim = claim_from_template(&template, &pod, &entry.name, &claim_name);
-                let admitted =
-                    admission::admit(m.store(), Object::ResourceClaim(claim), &m.admission)
-                        .map_err(|source| {
-                            m.events.record(
-                                object_ref(&Object::Pod(pod.clone())),
-                                WARNING,
-                                REASON_FAILED_CREATION,
-                                format!("PodResourceClaim {}: {source}", entry.name),
-                            );
-                            Error::Admission {
-                                owner: ObjectKey::new(Kind::Pod, namespace, name),
-                                source,
-                            }
-                        })?;
+                let admitted = admission::admit(
+                    m.store(),
+                    Object::ResourceClaim(Box::new(claim)),
+                    &m.admission,
+                )
+                .map_err(|source| {
+                    m.events.record(
+                        object_ref(&Object::Pod(pod.clone())),
+                        WARNING,
+                        REASON_FAILED_CREATION,
+                        format!("PodResourceClaim {}: {source}", entry.name),
+                    );
+                    Error::Admission {
+                        owner: ObjectKey::new(Kind::Pod, namespace, name),
+                        source,
+                    }
+                })?;
                 ops.push(Op::Create(admitted));
                 claim_name
             }
@@ -174,8 +177,8 @@ fn reserve_for_bound_pod(m: &mut ControllerManager, pod: &Pod) -> Result<(), Err
                     &pod.metadata.uid,
                 ));
             m.update_if_changed(
-                &Object::ResourceClaim(claim),
-                Object::ResourceClaim(updated),
+                &Object::ResourceClaim(Box::new(claim)),
+                Object::ResourceClaim(Box::new(updated)),
             )?;
         }
     }
@@ -207,8 +210,8 @@ pub fn sync_claim(m: &mut ControllerManager, namespace: &str, name: &str) -> Res
         }
         debug!(claim = %name, reserved_for = updated.status.reserved_for.len(), "released claim");
         m.update_if_changed(
-            &Object::ResourceClaim(claim),
-            Object::ResourceClaim(updated),
+            &Object::ResourceClaim(Box::new(claim)),
+            Object::ResourceClaim(Box::new(updated)),
         )?;
         let Some(current) = self::claim(m, namespace, name) else {
             return Ok(());
@@ -263,7 +266,7 @@ fn consumer_still_needs(
 /// The cached claim of that name.
 fn claim(m: &ControllerManager, namespace: &str, name: &str) -> Option<ResourceClaim> {
     match m.cache.get(Kind::ResourceClaim, namespace, name) {
-        Some(Object::ResourceClaim(c)) => Some(c.clone()),
+        Some(Object::ResourceClaim(c)) => Some((**c).clone()),
         _ => None,
     }
 }
@@ -271,7 +274,7 @@ fn claim(m: &ControllerManager, namespace: &str, name: &str) -> Option<ResourceC
 /// The cached template of that name.
 fn template(m: &ControllerManager, namespace: &str, name: &str) -> Option<ResourceClaimTemplate> {
     match m.cache.get(Kind::ResourceClaimTemplate, namespace, name) {
-        Some(Object::ResourceClaimTemplate(t)) => Some(t.clone()),
+        Some(Object::ResourceClaimTemplate(t)) => Some((**t).clone()),
         _ => None,
     }
 }
@@ -355,7 +358,7 @@ mod tests {
     }
 
     fn stored_pod(store: &dyn ObjectStore, name: &str) -> Pod {
-        stored(store, Kind::Pod, name, |o| match o {
+        *stored(store, Kind::Pod, name, |o| match o {
             Object::Pod(p) => Some(p),
             _ => None,
         })
@@ -364,7 +367,7 @@ mod tests {
 
     fn stored_claim(store: &dyn ObjectStore, name: &str) -> Option<ResourceClaim> {
         stored(store, Kind::ResourceClaim, name, |o| match o {
-            Object::ResourceClaim(c) => Some(c),
+            Object::ResourceClaim(c) => Some(*c),
             _ => None,
         })
     }
@@ -374,7 +377,7 @@ mod tests {
             .request("gpu", "gpu")
             .build_template();
         t.spec.metadata.labels.insert("team".into(), "ml".into());
-        Object::ResourceClaimTemplate(t)
+        Object::ResourceClaimTemplate(Box::new(t))
     }
 
     /// A claim owned by pod `pod` (uid `default-<pod>`), made for its entry `entry`.
@@ -401,7 +404,7 @@ mod tests {
         let pod = PodBuilder::new("train")
             .resource_claim_template("gpu", "one-gpu")
             .build();
-        let (mut m, store) = manager(vec![template("one-gpu"), Object::Pod(pod)]);
+        let (mut m, store) = manager(vec![template("one-gpu"), Object::Pod(Box::new(pod))]);
         sync_pod(&mut m, "default", "train").expect("sync");
 
         let pod = stored_pod(store.as_ref(), "train");
@@ -459,7 +462,7 @@ mod tests {
                 name: "a claim made before but not recorded is reused",
                 objects: vec![
                     template("t"),
-                    Object::ResourceClaim(generated("p-gpu-abcde", "p", "gpu")),
+                    Object::ResourceClaim(Box::new(generated("p-gpu-abcde", "p", "gpu"))),
                 ],
                 recorded: None,
                 want_recorded: Some("p-gpu-abcde"),
@@ -469,7 +472,7 @@ mod tests {
                 name: "recorded and present: kept",
                 objects: vec![
                     template("t"),
-                    Object::ResourceClaim(generated("p-gpu-xyzab", "p", "gpu")),
+                    Object::ResourceClaim(Box::new(generated("p-gpu-xyzab", "p", "gpu"))),
                 ],
                 recorded: Some(Some("p-gpu-xyzab")),
                 want_recorded: Some("p-gpu-xyzab"),
@@ -486,7 +489,7 @@ mod tests {
                 name: "recorded claim owned by another pod: a new one is made",
                 objects: vec![
                     template("t"),
-                    Object::ResourceClaim(generated("p-gpu-other", "q", "gpu")),
+                    Object::ResourceClaim(Box::new(generated("p-gpu-other", "q", "gpu"))),
                 ],
                 recorded: Some(Some("p-gpu-other")),
                 want_recorded: Some("new"),
@@ -504,7 +507,7 @@ mod tests {
                 }];
             }
             let mut objects = case.objects;
-            objects.push(Object::Pod(pod));
+            objects.push(Object::Pod(Box::new(pod)));
             let (mut m, store) = manager(objects);
             sync_pod(&mut m, "default", "p").expect(case.name);
             let pod = stored_pod(store.as_ref(), "p");
@@ -641,8 +644,8 @@ mod tests {
                 .reserved_for("p", "default-p")
                 .build();
             claim.status = allocated.status;
-            let mut objects = vec![Object::ResourceClaim(claim)];
-            objects.extend(case.pod.map(Object::Pod));
+            let mut objects = vec![Object::ResourceClaim(Box::new(claim))];
+            objects.extend(case.pod.map(Object::from));
             let (mut m, store) = manager(objects);
             sync_claim(&mut m, "default", "c").expect(case.name);
             let claim = stored_claim(store.as_ref(), "c");
@@ -675,7 +678,10 @@ mod tests {
             .node_name("n1")
             .resource_claim("gpu", "shared")
             .build();
-        let (mut m, store) = manager(vec![Object::ResourceClaim(claim), Object::Pod(pod)]);
+        let (mut m, store) = manager(vec![
+            Object::ResourceClaim(Box::new(claim)),
+            Object::Pod(Box::new(pod)),
+        ]);
         sync_pod(&mut m, "default", "p").expect("sync");
         let claim = stored_claim(store.as_ref(), "shared").expect("claim");
         assert!(claim.is_reserved_for("default-p") && claim.is_reserved_for("uid-other"));

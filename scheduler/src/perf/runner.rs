@@ -324,9 +324,9 @@ async fn churn(
         if churn.creates(tick) {
             let mut objects = Vec::with_capacity(2);
             if churn.node {
-                objects.push(Object::Node(Churn::node_at(tick)));
+                objects.push(Object::Node(Box::new(Churn::node_at(tick))));
             }
-            objects.push(Object::Pod(churn.pod_at(tick)));
+            objects.push(Object::Pod(Box::new(churn.pod_at(tick))));
             create_all(&store, objects, 2).await?;
         } else {
             let made = tick - 1;
@@ -435,11 +435,11 @@ async fn drive(
     if workload.needs_priority_classes() {
         let classes = priority_classes()
             .into_iter()
-            .map(Object::PriorityClass)
+            .map(Object::from)
             .collect::<Vec<_>>();
         create_all(store, classes, options.batch).await?;
     }
-    create_all(store, workload.all_nodes().map(Object::Node), options.batch).await?;
+    create_all(store, workload.all_nodes().map(Object::from), options.batch).await?;
 
     let (init, waited) = workload.initial_objects();
     let init_pods = init.len();

@@ -83,7 +83,7 @@ fn classes(store: &dyn ObjectStore, pending: &[PriorityClass]) -> Result<Classes
     let mut classes = Classes::new();
     let stored = store.list(Kind::PriorityClass, None)?.into_iter();
     let stored = stored.filter_map(|o| match o {
-        Object::PriorityClass(pc) => Some(pc),
+        Object::PriorityClass(pc) => Some(*pc),
         _ => None,
     });
     for pc in stored.chain(pending.iter().cloned()) {
@@ -94,7 +94,7 @@ fn classes(store: &dyn ObjectStore, pending: &[PriorityClass]) -> Result<Classes
     }
     for obj in store.list(Kind::RuntimeClass, None)? {
         if let Object::RuntimeClass(rc) = obj {
-            classes.runtime.insert(rc.metadata.name.clone(), rc);
+            classes.runtime.insert(rc.metadata.name.clone(), *rc);
         }
     }
     Ok(classes)
@@ -109,7 +109,7 @@ pub fn priority_class(store: &dyn ObjectStore, name: &str) -> Result<Option<Prio
         return Ok(Some(pc));
     }
     match store.get(&ObjectKey::new(Kind::PriorityClass, "", name))? {
-        Some(Object::PriorityClass(pc)) => Ok(Some(pc)),
+        Some(Object::PriorityClass(pc)) => Ok(Some(*pc)),
         _ => Ok(None),
     }
 }
@@ -120,7 +120,7 @@ fn global_default(store: &dyn ObjectStore) -> Result<Option<PriorityClass>> {
         .list(Kind::PriorityClass, None)?
         .into_iter()
         .find_map(|o| match o {
-            Object::PriorityClass(pc) if pc.global_default => Some(pc),
+            Object::PriorityClass(pc) if pc.global_default => Some(*pc),
             _ => None,
         }))
 }
@@ -166,7 +166,7 @@ fn check_quotas(store: &dyn ObjectStore, pod: &Pod) -> Result<()> {
         .list(Kind::Pod, Some(ns))?
         .into_iter()
         .filter_map(|o| match o {
-            Object::Pod(p) => Some(p),
+            Object::Pod(p) => Some(*p),
             _ => None,
         })
         .collect();
@@ -441,7 +441,7 @@ mod tests {
         let store = SledStore::temporary().expect("temporary store");
         let ops = classes
             .into_iter()
-            .map(|c| Op::Create(Object::PriorityClass(c)))
+            .map(|c| Op::Create(Object::PriorityClass(Box::new(c))))
             .collect::<Vec<_>>();
         if !ops.is_empty() {
             store.commit(ops).expect("storing classes");
@@ -455,8 +455,8 @@ mod tests {
     }
 
     fn admitted_pod(store: &SledStore, p: Pod) -> Result<Pod> {
-        match admitted(store, Object::Pod(p))? {
-            Object::Pod(p) => Ok(p),
+        match admitted(store, Object::Pod(Box::new(p)))? {
+            Object::Pod(p) => Ok(*p),
             other => panic!("admission changed the kind: {other:?}"),
         }
     }
@@ -593,8 +593,8 @@ mod tests {
     #[test]
     fn re_applying_a_pod_with_default_tolerations_changes_nothing() {
         let store = store_with(vec![]);
-        let stored = admitted(&store, Object::Pod(pod("web", ""))).unwrap();
-        let again = admitted(&store, Object::Pod(pod("web", ""))).unwrap();
+        let stored = admitted(&store, Object::Pod(Box::new(pod("web", "")))).unwrap();
+        let again = admitted(&store, Object::Pod(Box::new(pod("web", "")))).unwrap();
         let (_, action) = merge_update(&stored, again).unwrap();
         assert_eq!(action, ApplyAction::Unchanged);
     }
@@ -687,7 +687,7 @@ mod tests {
         let pending = vec![class("high", 1000, false, false)];
         let obj = admit_with(
             &store,
-            Object::Pod(pod("web", "high")),
+            Object::Pod(Box::new(pod("web", "high"))),
             &pending,
             &AdmissionConfig::default(),
         )
@@ -701,13 +701,21 @@ mod tests {
     #[test]
     fn only_one_global_default() {
         let store = store_with(vec![class("a", 1, true, false)]);
-        let err = admitted(&store, Object::PriorityClass(class("b", 2, true, false))).unwrap_err();
+        let err = admitted(
+            &store,
+            Object::PriorityClass(Box::new(class("b", 2, true, false))),
+        )
+        .unwrap_err();
         assert!(
             err.to_string().contains("already marked as default"),
             "{err}"
         );
         // Re-applying the same default class is fine.
-        admitted(&store, Object::PriorityClass(class("a", 1, true, false))).unwrap();
+        admitted(
+            &store,
+            Object::PriorityClass(Box::new(class("a", 1, true, false))),
+        )
+        .unwrap();
     }
 
     #[test]
@@ -727,7 +735,7 @@ mod tests {
         base.spec.scheduling_gates = vec![PodSchedulingGate {
             name: "wait".into(),
         }];
-        let stored = admitted(&store, Object::Pod(base.clone())).unwrap();
+        let stored = admitted(&store, Object::Pod(Box::new(base.clone()))).unwrap();
         struct Case {
             name: &'static str,
             change: fn(&mut Pod),
@@ -779,7 +787,7 @@ mod tests {
         for case in cases {
             let mut incoming = base.clone();
             (case.change)(&mut incoming);
-            let incoming = admitted(&store, Object::Pod(incoming)).unwrap();
+            let incoming = admitted(&store, Object::Pod(Box::new(incoming))).unwrap();
             match (merge_update(&stored, incoming), case.want) {
                 (Ok((_, action)), Ok(want)) => assert_eq!(action, want, "{}", case.name),
                 (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{}: {e}", case.name),
@@ -790,10 +798,10 @@ mod tests {
 
     #[test]
     fn a_priority_class_value_is_immutable() {
-        let stored = Object::PriorityClass(class("high", 1000, false, false));
+        let stored = Object::PriorityClass(Box::new(class("high", 1000, false, false)));
         let err = merge_update(
             &stored,
-            Object::PriorityClass(class("high", 5, false, false)),
+            Object::PriorityClass(Box::new(class("high", 5, false, false))),
         )
         .unwrap_err();
         assert!(err.to_string().contains("may not be changed"), "{err}");
@@ -811,9 +819,11 @@ mod workload_status_tests {
         let manifest: Deployment = serde_yaml_ng::from_str(yaml).expect("a valid Deployment");
         let mut stored = manifest.clone();
         stored.status.replicas = 3;
-        let (merged, action) =
-            merge_update(&Object::Deployment(stored), Object::Deployment(manifest))
-                .expect("an allowed update");
+        let (merged, action) = merge_update(
+            &Object::Deployment(Box::new(stored)),
+            Object::Deployment(Box::new(manifest)),
+        )
+        .expect("an allowed update");
         assert_eq!(action, ApplyAction::Unchanged);
         let Object::Deployment(merged) = merged else {
             panic!("the kind changed")
@@ -828,7 +838,7 @@ mod workload_status_tests {
         let store = berth_store::SledStore::temporary().expect("store");
         let created = admit_with(
             &store,
-            Object::Deployment(manifest.clone()),
+            Object::Deployment(Box::new(manifest.clone())),
             &[],
             &AdmissionConfig::default(),
         )
@@ -840,8 +850,8 @@ mod workload_status_tests {
         scaled.spec.replicas = 5;
         // (incoming, generation after the update)
         for (incoming, want) in [(manifest, 1), (relabelled, 1), (scaled, 2)] {
-            let (merged, _) =
-                merge_update(&created, Object::Deployment(incoming)).expect("an allowed update");
+            let (merged, _) = merge_update(&created, Object::Deployment(Box::new(incoming)))
+                .expect("an allowed update");
             assert_eq!(merged.meta().generation, want);
         }
     }
@@ -858,11 +868,11 @@ mod job_tests {
         let manifest: Job = serde_yaml_ng::from_str(JOB).expect("a valid Job");
         let mut job = manifest;
         job.spec.set_defaults();
-        let Object::Job(mut job) = prepare_create(Object::Job(job)) else {
+        let Object::Job(mut job) = prepare_create(Object::Job(Box::new(job))) else {
             panic!("the kind changed")
         };
         job.status.succeeded = 2;
-        job
+        *job
     }
 
     #[test]
@@ -905,7 +915,10 @@ mod job_tests {
             let mut manifest: Job = serde_yaml_ng::from_str(JOB).expect("a valid Job");
             manifest.spec.set_defaults();
             edit(&mut manifest);
-            let result = merge_update(&Object::Job(stored()), Object::Job(manifest));
+            let result = merge_update(
+                &Object::Job(Box::new(stored())),
+                Object::Job(Box::new(manifest)),
+            );
             match (want, result) {
                 (None, Ok((Object::Job(merged), action))) => {
                     assert_eq!(action, ApplyAction::Unchanged, "{name}");

@@ -295,7 +295,7 @@ impl AgentService {
                     }
                     let obj = admission::admit(
                         self.store.as_ref(),
-                        Object::Node(node),
+                        Object::Node(Box::new(node)),
                         &Default::default(),
                     )?;
                     (Op::Create(obj), None)
@@ -329,7 +329,7 @@ impl AgentService {
             };
             match self.store.commit(vec![op]) {
                 Ok(changes) => match changes.into_iter().next().map(Change::into_object) {
-                    Some(Object::Node(node)) => return Ok(node),
+                    Some(Object::Node(node)) => return Ok(*node),
                     _ => unreachable!("a node commit yields a node"),
                 },
                 Err(berth_store::Error::Conflict { .. }) if expected.is_some() => continue,
@@ -471,7 +471,7 @@ impl AgentService {
                 Object::Pod(p)
                     if p.spec.node_name == node_name && !p.status.phase.is_terminal() =>
                 {
-                    Some(p)
+                    Some(*p)
                 }
                 _ => None,
             })
@@ -526,7 +526,7 @@ impl AgentService {
             let Some(name) = r.claim_name else { continue };
             let key = ObjectKey::new(Kind::ResourceClaim, ns, &name);
             if let Some(Object::ResourceClaim(c)) = self.store.get(&key)? {
-                claims.insert(r.name, c);
+                claims.insert(r.name, *c);
             }
         }
         let slices = super::node_slices::stored_slices(self.store.as_ref())?;
@@ -562,7 +562,7 @@ fn decode_slices(objects: &[pb::Object]) -> Result<Vec<ResourceSlice>, Error> {
                 Kind::ResourceSlice,
                 &format!("resourceSlices[{i}]"),
             ) {
-                Ok(Object::ResourceSlice(s)) => Ok(s),
+                Ok(Object::ResourceSlice(s)) => Ok(*s),
                 Ok(_) => unreachable!("a KIND_RESOURCE_SLICE message decodes as a slice"),
                 Err(e) => Err(Error::BadRequest(e.to_string())),
             }

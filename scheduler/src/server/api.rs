@@ -98,7 +98,7 @@ impl ApiService {
         let classes: Vec<_> = objects
             .iter()
             .filter_map(|o| match o {
-                Object::PriorityClass(pc) => Some(pc.clone()),
+                Object::PriorityClass(pc) => Some((**pc).clone()),
                 _ => None,
             })
             .collect();
@@ -189,7 +189,7 @@ impl ApiService {
             Some(obj) => Ok(object_to_pb(&obj)),
             None => match kind {
                 Kind::PriorityClass => admission::priority_class(self.store.as_ref(), &req.name)?
-                    .map(|pc| object_to_pb(&Object::PriorityClass(pc)))
+                    .map(|pc| object_to_pb(&Object::PriorityClass(Box::new(pc))))
                     .ok_or(Error::NotFound { key }),
                 _ => Err(Error::NotFound { key }),
             },
@@ -234,7 +234,7 @@ impl ApiService {
         };
         if kind == Kind::PriorityClass {
             for pc in berth_proto::model::PriorityClass::system_classes() {
-                let pc = Object::PriorityClass(pc);
+                let pc = Object::PriorityClass(Box::new(pc));
                 if wanted(&pc) && !objects.iter().any(|o| o.meta().name == pc.meta().name) {
                     objects.push(Arc::new(pc));
                 }

@@ -124,10 +124,10 @@ pub fn bind(store: &dyn ObjectStore, binding: &Binding<'_>) -> Result<Pod> {
             object: Object::Pod(pod),
             precondition: Precondition::ResourceVersion(stored_version),
         },
-        Op::Create(Object::Event(event)),
+        Op::Create(Object::Event(Box::new(event))),
     ])?;
     match changes.into_iter().next().map(Change::into_object) {
-        Some(Object::Pod(pod)) => Ok(pod),
+        Some(Object::Pod(pod)) => Ok(*pod),
         other => unreachable!("a commit returns each op's object in order, got {other:?}"),
     }
 }
@@ -149,13 +149,17 @@ mod tests {
         });
         store
             .commit(vec![
-                Op::Create(Object::Node(NodeBuilder::new("n1").build())),
-                Op::Create(Object::Pod(PodBuilder::new("free").uid("u-free").build())),
-                Op::Create(Object::Pod(
+                Op::Create(Object::Node(Box::new(NodeBuilder::new("n1").build()))),
+                Op::Create(Object::Pod(Box::new(
+                    PodBuilder::new("free").uid("u-free").build(),
+                ))),
+                Op::Create(Object::Pod(Box::new(
                     PodBuilder::new("placed").node_name("n1").build(),
-                )),
-                Op::Create(Object::Pod(PodBuilder::new("going").terminating().build())),
-                Op::Create(Object::Pod(gated)),
+                ))),
+                Op::Create(Object::Pod(Box::new(
+                    PodBuilder::new("going").terminating().build(),
+                ))),
+                Op::Create(Object::Pod(Box::new(gated))),
             ])
             .expect("seeding");
         store

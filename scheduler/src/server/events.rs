@@ -67,7 +67,7 @@ impl EventRecorder {
         };
         self.writer.submit(Write {
             before: Vec::new(),
-            op: Op::Upsert(Object::Event(event)),
+            op: Op::Upsert(Object::Event(Box::new(event))),
             on_failure: None,
             refresh_before: None,
         });

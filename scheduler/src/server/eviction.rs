@@ -144,7 +144,7 @@ pub fn evict(
             .map_err(EvictionError::Store)?
             .into_iter()
             .filter_map(|o| match o {
-                Object::PodDisruptionBudget(b) => Some(b),
+                Object::PodDisruptionBudget(b) => Some(*b),
                 _ => None,
             })
             .collect();
@@ -156,7 +156,7 @@ pub fn evict(
                 let precondition =
                     Precondition::ResourceVersion(pdb.metadata.resource_version.clone());
                 ops.push(Op::Update {
-                    object: Object::PodDisruptionBudget(pdb),
+                    object: Object::PodDisruptionBudget(Box::new(pdb)),
                     precondition,
                 });
                 Some(name)
@@ -184,7 +184,7 @@ pub fn evict(
         match store.commit(ops) {
             Ok(_) => {
                 info!(pod = %format!("{namespace}/{name}"), budget = ?charged, "evicted");
-                return Ok(pod);
+                return Ok(*pod);
             }
             Err(berth_store::Error::Conflict { .. }) => continue,
             Err(berth_store::Error::NotFound { key: missing }) if missing.kind == Kind::Pod => {
@@ -292,9 +292,11 @@ mod tests {
         let store = SledStore::temporary().expect("temporary store");
         store
             .commit(vec![
-                Op::Create(Object::Pod(pod("a", PodPhase::Running, true))),
-                Op::Create(Object::Pod(pod("b", PodPhase::Running, true))),
-                Op::Create(Object::PodDisruptionBudget(budget("web", 1, 1, 2))),
+                Op::Create(Object::Pod(Box::new(pod("a", PodPhase::Running, true)))),
+                Op::Create(Object::Pod(Box::new(pod("b", PodPhase::Running, true)))),
+                Op::Create(Object::PodDisruptionBudget(Box::new(budget(
+                    "web", 1, 1, 2,
+                )))),
             ])
             .expect("seeding");
         let evicted = evict(&store, "default", "a", Some(5)).expect("first eviction");

@@ -122,7 +122,7 @@ mod tests {
     use super::*;
 
     fn create(name: &str) -> Op {
-        Op::Create(Object::Pod(PodBuilder::new(name).build()))
+        Op::Create(Object::Pod(Box::new(PodBuilder::new(name).build())))
     }
 
     fn names(changes: &[Change]) -> Vec<&str> {

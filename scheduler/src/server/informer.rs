@@ -848,11 +848,11 @@ mod tests {
         if let (Some(uid), Some(reference)) = (owner, pod.metadata.owner_references.first_mut()) {
             reference.uid = uid.into();
         }
-        Object::Pod(pod)
+        Object::Pod(Box::new(pod))
     }
 
     fn node(name: &str) -> Object {
-        Object::Node(NodeBuilder::new(name).build())
+        Object::Node(Box::new(NodeBuilder::new(name).build()))
     }
 
     fn create(store: &dyn ObjectStore, obj: Object) -> Change {

@@ -263,7 +263,9 @@ mod tests {
 
     fn create_pod(store: &dyn ObjectStore, name: &str) {
         store
-            .commit(vec![Op::Create(Object::Pod(PodBuilder::new(name).build()))])
+            .commit(vec![Op::Create(Object::Pod(Box::new(
+                PodBuilder::new(name).build(),
+            )))])
             .expect("create pod");
     }
 
@@ -382,9 +384,9 @@ mod tests {
     async fn only_the_leader_schedules_and_a_standby_takes_over() {
         let store: Arc<dyn ObjectStore> = Arc::new(SledStore::temporary().expect("store"));
         store
-            .commit(vec![Op::Create(Object::Node(
+            .commit(vec![Op::Create(Object::Node(Box::new(
                 NodeBuilder::new("n1").build(),
-            ))])
+            )))])
             .expect("create node");
         let elector: Arc<dyn Elector> = Arc::new(LocalElector::new());
         let stop_a = CancellationToken::new();

@@ -492,7 +492,7 @@ impl NodeLifecycleController {
     fn write(&mut self, plan: &Plan) -> Result<bool> {
         let rv = plan.stored.metadata.resource_version.clone();
         match self.nodes.store().commit(vec![Op::Update {
-            object: Object::Node(plan.updated.clone()),
+            object: Object::Node(Box::new(plan.updated.clone())),
             precondition: Precondition::ResourceVersion(rv),
         }]) {
             Ok(changes) => {
@@ -930,7 +930,7 @@ mod tests {
             .get(&berth_proto::model::ObjectKey::new(Kind::Node, "", name))
             .expect("get")
         {
-            Some(Object::Node(n)) => n,
+            Some(Object::Node(n)) => *n,
             other => panic!("node {name}: {other:?}"),
         }
     }
@@ -940,21 +940,21 @@ mod tests {
         let store: Arc<dyn ObjectStore> = Arc::new(SledStore::temporary().expect("store"));
         store
             .commit(vec![
-                Op::Create(Object::Node(node(
+                Op::Create(Object::Node(Box::new(node(
                     "agent",
                     vec![condition("Ready", "True", true)],
                     vec![],
-                ))),
-                Op::Create(Object::Node(node(
+                )))),
+                Op::Create(Object::Node(Box::new(node(
                     "manifest",
                     vec![condition("Ready", "True", false)],
                     vec![],
-                ))),
-                Op::Create(Object::Node(node(
+                )))),
+                Op::Create(Object::Node(Box::new(node(
                     "fresh",
                     vec![condition("Ready", "True", true)],
                     vec![],
-                ))),
+                )))),
             ])
             .expect("nodes");
         let health = Arc::new(NodeHealth::new());
@@ -1003,7 +1003,7 @@ mod tests {
         let rv = back.metadata.resource_version.clone();
         store
             .commit(vec![Op::Update {
-                object: Object::Node(back),
+                object: Object::Node(Box::new(back)),
                 precondition: Precondition::ResourceVersion(rv),
             }])
             .expect("heartbeat");

@@ -110,10 +110,10 @@ pub fn plan(node: &Node, published: Vec<ResourceSlice>, stored: &[ResourceSlice]
                     precondition: Precondition::ResourceVersion(
                         current.metadata.resource_version.clone(),
                     ),
-                    object: Object::ResourceSlice(slice),
+                    object: Object::ResourceSlice(Box::new(slice)),
                 });
             }
-            None => ops.push(Op::Create(Object::ResourceSlice(slice))),
+            None => ops.push(Op::Create(Object::ResourceSlice(Box::new(slice)))),
         }
     }
     for old in ours {
@@ -133,7 +133,7 @@ pub fn stored_slices(store: &dyn ObjectStore) -> Result<Vec<ResourceSlice>, Erro
         .list(Kind::ResourceSlice, None)?
         .into_iter()
         .filter_map(|o| match o {
-            Object::ResourceSlice(s) => Some(s),
+            Object::ResourceSlice(s) => Some(*s),
             _ => None,
         })
         .collect())

@@ -321,7 +321,7 @@ impl SchedulingLoop {
             }
             (Some(Object::Node(node)), false) => {
                 let added = self.core.snapshot.node(&node.metadata.name).is_none();
-                self.core.snapshot.upsert_node(Arc::new(node.clone()));
+                self.core.snapshot.upsert_node(Arc::new((**node).clone()));
                 let event = if added {
                     ClusterEvent::NodeAdded
                 } else {
@@ -367,7 +367,7 @@ impl SchedulingLoop {
                     self.live.claims.remove(&key);
                 } else {
                     dra.upsert_claim(convert::claim(c));
-                    self.live.claims.insert(key, Arc::new(c.clone()));
+                    self.live.claims.insert(key, Arc::new((**c).clone()));
                 }
             }
             _ => return false,
@@ -507,7 +507,7 @@ impl SchedulingLoop {
         for (namespace, name) in std::mem::take(&mut known.assumed_claims) {
             let key = berth_proto::model::ObjectKey::new(Kind::ResourceClaim, &namespace, &name);
             let stored = match self.informer.store().get(&key) {
-                Ok(Some(Object::ResourceClaim(c))) => Some(c),
+                Ok(Some(Object::ResourceClaim(c))) => Some(*c),
                 Ok(_) => None,
                 Err(e) => {
                     warn!(error = %e, "re-reading a claim after a failed binding");
@@ -535,7 +535,7 @@ impl SchedulingLoop {
         match self.informer.store().get(&key) {
             Ok(Some(Object::Pod(pod))) if pod.metadata.uid == notice.pod_uid => {
                 self.live.pods.remove(&notice.pod_uid);
-                self.on_pod(SharedPod::from(pod), now);
+                self.on_pod(SharedPod::from(*pod), now);
             }
             Ok(_) => {
                 self.live.pods.remove(&notice.pod_uid);
@@ -565,7 +565,7 @@ fn refresh_claims(updates: Vec<ClaimUpdate>, pod: Consumer) -> RefreshBefore {
             let written = convert::reapply_update(&fresh, update, &pod)?;
             ops.push(Op::Update {
                 precondition: Precondition::ResourceVersion(fresh.metadata.resource_version),
-                object: Object::ResourceClaim(written),
+                object: Object::ResourceClaim(Box::new(written)),
             });
         }
         Ok(ops)
@@ -607,7 +607,7 @@ impl Cluster for Live {
                 precondition: Precondition::ResourceVersion(
                     stored.metadata.resource_version.clone(),
                 ),
-                object: Object::ResourceClaim(written),
+                object: Object::ResourceClaim(Box::new(written)),
             });
         }
         let known = self.pods.get_mut(uid);
@@ -626,7 +626,7 @@ impl Cluster for Live {
         self.writer.submit(Write {
             before,
             op: Op::Update {
-                object: Object::Pod(bound),
+                object: Object::Pod(Box::new(bound)),
                 precondition: Precondition::ResourceVersion(rv),
             },
             on_failure: Some(FailureNotice {
@@ -687,7 +687,7 @@ impl Cluster for Live {
             self.writer.submit(Write {
                 before: Vec::new(),
                 op: Op::Update {
-                    object: Object::Pod(ended),
+                    object: Object::Pod(Box::new(ended)),
                     precondition: Precondition::None,
                 },
                 on_failure: None,
@@ -760,7 +760,7 @@ impl Cluster for Live {
         self.writer.submit(Write {
             before: Vec::new(),
             op: Op::Update {
-                object: Object::Pod(updated),
+                object: Object::Pod(Box::new(updated)),
                 precondition,
             },
             on_failure: None,
@@ -793,7 +793,7 @@ impl Live {
         self.writer.submit(Write {
             before: Vec::new(),
             op: Op::Update {
-                object: Object::Pod(updated),
+                object: Object::Pod(Box::new(updated)),
                 precondition: Precondition::ResourceVersion(pod.metadata.resource_version.clone()),
             },
             on_failure: None,
@@ -839,12 +839,12 @@ mod tests {
         for node in ["n1", "n2"] {
             commit(
                 store.as_ref(),
-                Op::Create(Object::Node(NodeBuilder::new(node).build())),
+                Op::Create(Object::Node(Box::new(NodeBuilder::new(node).build()))),
             );
         }
         commit(
             store.as_ref(),
-            Op::Create(Object::Pod(PodBuilder::new("a").build())),
+            Op::Create(Object::Pod(Box::new(PodBuilder::new("a").build()))),
         );
         let (failures_tx, failures) = mpsc::unbounded_channel();
         let (writer, _writer_task) = Writer::spawn(store.clone(), failures_tx);
@@ -869,11 +869,11 @@ mod tests {
         delete(store.as_ref(), Kind::Node, "", "n2");
         commit(
             store.as_ref(),
-            Op::Create(Object::Pod(PodBuilder::new("b").build())),
+            Op::Create(Object::Pod(Box::new(PodBuilder::new("b").build()))),
         );
         commit(
             store.as_ref(),
-            Op::Create(Object::Node(NodeBuilder::new("n3").build())),
+            Op::Create(Object::Node(Box::new(NodeBuilder::new("n3").build()))),
         );
         lp.drain_changes();
         let mut nodes: Vec<&str> = ["n1", "n2", "n3"]

@@ -182,10 +182,13 @@ impl TaintEvictionController {
             let deleted = event.is_delete();
             match event.object() {
                 Some(Object::Node(node)) => {
-                    nodes.insert(node.metadata.name.clone(), (!deleted).then(|| node.clone()));
+                    nodes.insert(
+                        node.metadata.name.clone(),
+                        (!deleted).then(|| (**node).clone()),
+                    );
                 }
                 Some(Object::Pod(pod)) => {
-                    pods.insert(pod.metadata.uid.clone(), (pod.clone(), deleted));
+                    pods.insert(pod.metadata.uid.clone(), ((**pod).clone(), deleted));
                 }
                 _ => {}
             }
@@ -295,7 +298,7 @@ impl TaintEvictionController {
                     by_node
                         .entry(pod.spec.node_name.clone())
                         .or_default()
-                        .push(pod.clone());
+                        .push((**pod).clone());
                 }
             }
         }
@@ -666,25 +669,25 @@ mod tests {
         let no_exec = Some(TaintEffect::NoExecute);
         store
             .commit(vec![
-                Op::Create(Object::Node(NodeBuilder::new("n1").build())),
-                Op::Create(Object::Node(NodeBuilder::new("n2").build())),
-                Op::Create(Object::Pod(pod("intolerant", "n1", vec![]))),
-                Op::Create(Object::Pod(pod(
+                Op::Create(Object::Node(Box::new(NodeBuilder::new("n1").build()))),
+                Op::Create(Object::Node(Box::new(NodeBuilder::new("n2").build()))),
+                Op::Create(Object::Pod(Box::new(pod("intolerant", "n1", vec![])))),
+                Op::Create(Object::Pod(Box::new(pod(
                     "ten-seconds",
                     "n1",
                     vec![tolerate("k", no_exec, Some(10))],
-                ))),
-                Op::Create(Object::Pod(pod(
+                )))),
+                Op::Create(Object::Pod(Box::new(pod(
                     "sixty-seconds",
                     "n1",
                     vec![tolerate("k", no_exec, Some(60))],
-                ))),
-                Op::Create(Object::Pod(pod(
+                )))),
+                Op::Create(Object::Pod(Box::new(pod(
                     "forever",
                     "n1",
                     vec![tolerate("k", no_exec, None)],
-                ))),
-                Op::Create(Object::Pod(pod("elsewhere", "n2", vec![]))),
+                )))),
+                Op::Create(Object::Pod(Box::new(pod("elsewhere", "n2", vec![])))),
             ])
             .expect("objects");
         let mut controller = TaintEvictionController::new(store.clone(), recorder(store.clone()));
@@ -752,8 +755,8 @@ mod tests {
         let node = NodeBuilder::new("n1").taint("k", "", TaintEffect::NoExecute);
         store
             .commit(vec![
-                Op::Create(Object::Node(node.build())),
-                Op::Create(Object::Pod(pod("web", "n1", vec![]))),
+                Op::Create(Object::Node(Box::new(node.build()))),
+                Op::Create(Object::Pod(Box::new(pod("web", "n1", vec![])))),
             ])
             .expect("objects");
         let mut watch = store.subscribe();

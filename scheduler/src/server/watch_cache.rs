@@ -302,7 +302,9 @@ mod tests {
     }
 
     fn pod_named(name: &str) -> Object {
-        Object::Pod(berth_model::testing::PodBuilder::new(name).build())
+        Object::Pod(Box::new(
+            berth_model::testing::PodBuilder::new(name).build(),
+        ))
     }
 
     /// The names of the cached pods and the cache's revision; `None` when the cache sends

@@ -205,7 +205,7 @@ mod tests {
         ns.metadata.name = "shared".into();
         ns.metadata.resource_version = rv.into();
         ns.metadata.labels.insert("v".into(), data.into());
-        Object::Namespace(ns)
+        Object::Namespace(Box::new(ns))
     }
 
     fn stored(store: &dyn ObjectStore) -> Object {
@@ -248,7 +248,7 @@ mod tests {
     fn namespace_named(name: &str) -> Object {
         let mut ns = Namespace::default();
         ns.metadata.name = format!("own-{name}");
-        Object::Namespace(ns)
+        Object::Namespace(Box::new(ns))
     }
 
     /// 300 writes taken at once commit in transactions etcd accepts (fenced: 127 operations

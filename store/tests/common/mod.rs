@@ -70,24 +70,24 @@ pub fn store(test: &str) -> Option<EtcdStore> {
 }
 
 pub fn pod(namespace: &str, name: &str) -> Object {
-    Object::Pod(Pod {
+    Object::Pod(Box::new(Pod {
         metadata: ObjectMeta {
             namespace: namespace.into(),
             name: name.into(),
             ..Default::default()
         },
         ..Default::default()
-    })
+    }))
 }
 
 pub fn node(name: &str) -> Object {
-    Object::Node(Node {
+    Object::Node(Box::new(Node {
         metadata: ObjectMeta {
             name: name.into(),
             ..Default::default()
         },
         ..Default::default()
-    })
+    }))
 }
 
 pub fn pod_key(namespace: &str, name: &str) -> ObjectKey {

@@ -183,7 +183,11 @@ mod tests {
                     .capacity("memory", "40Gi"),
             )
             .build();
-        let text = describe_generic(&Object::ResourceSlice(slice), &[], SystemTime::now());
+        let text = describe_generic(
+            &Object::ResourceSlice(Box::new(slice)),
+            &[],
+            SystemTime::now(),
+        );
         let want = "\
 Name:         n1-gpu.berth.dev
 Namespace:    

@@ -118,7 +118,7 @@ impl Deref for SharedPod {
 
 impl From<Pod> for SharedPod {
     fn from(pod: Pod) -> Self {
-        SharedPod(Arc::new(Object::Pod(pod)))
+        SharedPod(Arc::new(Object::Pod(Box::new(pod))))
     }
 }
 
@@ -335,14 +335,14 @@ mod tests {
     fn a_shared_pod_is_the_stored_object_not_a_copy() {
         let mut pod = Pod::default();
         pod.metadata.name = "web".into();
-        let stored = Arc::new(Object::Pod(pod.clone()));
+        let stored = Arc::new(Object::Pod(Box::new(pod.clone())));
         let shared = SharedPod::from_object(stored.clone()).expect("a pod");
         assert!(Arc::ptr_eq(shared.object(), &stored));
         assert_eq!(*shared, pod);
         let info = PodInfo::new(shared);
         assert!(Arc::ptr_eq(info.pod.object(), &stored));
         assert_eq!(info.pod.metadata.name, "web");
-        let node = Arc::new(Object::Node(Node::default()));
+        let node = Arc::new(Object::Node(Box::new(Node::default())));
         assert!(SharedPod::from_object(node).is_none());
     }
 }

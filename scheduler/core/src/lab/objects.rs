@@ -115,7 +115,7 @@ pub fn gpu_slice(node: &str, gpus: &Gpus) -> ResourceSlice {
 /// its slice. Nodes hold as many pods as their resources allow (the artifact has no pod
 /// limit).
 pub fn openb_cluster(nodes: &[TraceNode]) -> Vec<Object> {
-    let mut objects = vec![Object::DeviceClass(gpu_class())];
+    let mut objects = vec![Object::DeviceClass(Box::new(gpu_class()))];
     for n in nodes {
         let node: Node = typed(json!({
             "apiVersion": "v1",
@@ -126,7 +126,7 @@ pub fn openb_cluster(nodes: &[TraceNode]) -> Vec<Object> {
                 "allocatable": {"cpu": format!("{}m", n.cpu_milli), "memory": format!("{}Mi", n.memory_mib), "pods": "100000"}
             }
         }));
-        objects.push(Object::Node(node));
+        objects.push(Object::Node(Box::new(node)));
         if n.gpus > 0 {
             let gpus = Gpus {
                 count: n.gpus,
@@ -134,7 +134,7 @@ pub fn openb_cluster(nodes: &[TraceNode]) -> Vec<Object> {
                 memory: None,
             };
             let slice = gpu_slice(&n.name, &gpus);
-            objects.push(Object::ResourceSlice(slice));
+            objects.push(Object::ResourceSlice(Box::new(slice)));
         }
     }
     objects
@@ -251,7 +251,7 @@ mod tests {
                 memory,
             };
             let slice = gpu_slice("n1", &gpus);
-            validate_object(&Object::ResourceSlice(slice.clone()))
+            validate_object(&Object::ResourceSlice(Box::new(slice.clone())))
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             let devices = &slice.spec.devices;
             assert_eq!(devices.len(), 2, "{name}");
@@ -301,10 +301,11 @@ mod tests {
         .unwrap();
         for (i, task) in tasks.iter().enumerate() {
             let (pod, claim) = task_objects(task, &format!("t-{i}"));
-            validate_object(&Object::Pod(pod.clone())).unwrap_or_else(|e| panic!("pod {i}: {e}"));
+            validate_object(&Object::Pod(Box::new(pod.clone())))
+                .unwrap_or_else(|e| panic!("pod {i}: {e}"));
             assert_eq!(claim.is_some(), task.gpus > 0);
             if let Some(claim) = claim {
-                validate_object(&Object::ResourceClaim(claim.clone()))
+                validate_object(&Object::ResourceClaim(Box::new(claim.clone())))
                     .unwrap_or_else(|e| panic!("claim {i}: {e}"));
                 assert_eq!(
                     pod.spec.resource_claims[0].resource_claim_name.as_deref(),

@@ -134,7 +134,7 @@ pub fn attach(pod: &mut Pod, index: usize, source: ClaimSource) -> Option<Resour
 
 /// The class and every node's slice.
 pub fn cluster_objects(setup: DraSetup, nodes: impl Iterator<Item = String>) -> Vec<Object> {
-    std::iter::once(Object::DeviceClass(device_class()))
-        .chain(nodes.map(|n| Object::ResourceSlice(slice(&n, setup.devices_per_node))))
+    std::iter::once(Object::DeviceClass(Box::new(device_class())))
+        .chain(nodes.map(|n| Object::ResourceSlice(Box::new(slice(&n, setup.devices_per_node)))))
         .collect()
 }

@@ -654,19 +654,21 @@ impl Workload {
         pods: impl Iterator<Item = (usize, Pod)> + Send + 'a,
     ) -> Box<dyn Iterator<Item = Object> + Send + 'a> {
         let Some(setup) = self.dra else {
-            return Box::new(pods.map(|(_, p)| Object::Pod(p)));
+            return Box::new(pods.map(|(_, p)| Object::Pod(Box::new(p))));
         };
         let shared: Vec<Object> = match setup.claims {
             dra::ClaimSource::Shared => (0..group.count.div_ceil(dra::PODS_PER_SHARED_CLAIM))
-                .map(|i| Object::ResourceClaim(dra::shared_claim(group.namespace, i)))
+                .map(|i| Object::ResourceClaim(Box::new(dra::shared_claim(group.namespace, i))))
                 .collect(),
-            dra::ClaimSource::Template => vec![Object::ResourceClaimTemplate(dra::claim_template(
-                group.namespace,
+            dra::ClaimSource::Template => vec![Object::ResourceClaimTemplate(Box::new(
+                dra::claim_template(group.namespace),
             ))],
         };
         Box::new(shared.into_iter().chain(pods.flat_map(move |(i, mut pod)| {
-            let claim = dra::attach(&mut pod, i, setup.claims).map(Object::ResourceClaim);
-            claim.into_iter().chain(std::iter::once(Object::Pod(pod)))
+            let claim = dra::attach(&mut pod, i, setup.claims).map(Object::from);
+            claim
+                .into_iter()
+                .chain(std::iter::once(Object::Pod(Box::new(pod))))
         })))
     }
 
@@ -941,7 +943,7 @@ impl Workload {
     /// the claims the DRA workloads need before their pods.
     pub fn measured_objects(&self) -> Box<dyn Iterator<Item = Object> + Send + '_> {
         if self.dra.is_none() {
-            return Box::new(self.measured_pods().map(Object::Pod));
+            return Box::new(self.measured_pods().map(Object::from));
         }
         self.group_objects(&self.measured, self.measured_pods().enumerate())
     }
@@ -1099,7 +1101,7 @@ mod tests {
         ] {
             let pod = template.pod_at(MEASURED_NAMESPACE, "measured-000001", 1);
             assert!(is_measured(&pod), "{template:?}");
-            let obj = berth_model::model::Object::Pod(pod);
+            let obj = berth_model::model::Object::Pod(Box::new(pod));
             assert!(
                 berth_model::validate::validate_object(&obj).is_ok(),
                 "{template:?}: {:?}",
@@ -1112,7 +1114,7 @@ mod tests {
             named_node(),
         ] {
             let name = node.metadata.name.clone();
-            let obj = berth_model::model::Object::Node(node);
+            let obj = berth_model::model::Object::Node(Box::new(node));
             assert!(
                 berth_model::validate::validate_object(&obj).is_ok(),
                 "{name}: {:?}",

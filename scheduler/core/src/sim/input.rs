@@ -102,11 +102,11 @@ impl Catalog {
                     if !pod.metadata.name.is_empty() {
                         seen.insert(kind, key)?;
                     }
-                    sources.push(PodSource::Pod(Box::new(pod)));
+                    sources.push(PodSource::Pod(pod));
                 }
                 Object::Node(node) => {
                     seen.insert(kind, key)?;
-                    catalog.nodes.push(node);
+                    catalog.nodes.push(*node);
                 }
                 Object::PriorityClass(pc) => {
                     seen.insert(kind, key)?;
@@ -122,11 +122,14 @@ impl Catalog {
                     catalog
                         .classes
                         .priority
-                        .insert(pc.metadata.name.clone(), pc);
+                        .insert(pc.metadata.name.clone(), *pc);
                 }
                 Object::RuntimeClass(rc) => {
                     seen.insert(kind, key)?;
-                    catalog.classes.runtime.insert(rc.metadata.name.clone(), rc);
+                    catalog
+                        .classes
+                        .runtime
+                        .insert(rc.metadata.name.clone(), *rc);
                 }
                 Object::Namespace(ns) => {
                     seen.insert(kind, key)?;
@@ -139,39 +142,39 @@ impl Catalog {
                 }
                 Object::PodDisruptionBudget(pdb) => {
                     seen.insert(kind, key)?;
-                    catalog.budgets.push(pdb);
+                    catalog.budgets.push(*pdb);
                 }
                 Object::Deployment(d) => {
                     seen.insert(kind, key)?;
-                    sources.push(PodSource::Deployment(Box::new(d)));
+                    sources.push(PodSource::Deployment(d));
                 }
                 Object::ReplicaSet(rs) => {
                     seen.insert(kind, key)?;
-                    sources.push(PodSource::ReplicaSet(Box::new(rs)));
+                    sources.push(PodSource::ReplicaSet(rs));
                 }
                 Object::DaemonSet(ds) => {
                     seen.insert(kind, key)?;
-                    sources.push(PodSource::DaemonSet(Box::new(ds)));
+                    sources.push(PodSource::DaemonSet(ds));
                 }
                 Object::Job(job) => {
                     seen.insert(kind, key)?;
-                    sources.push(PodSource::Job(Box::new(job)));
+                    sources.push(PodSource::Job(job));
                 }
                 Object::DeviceClass(c) => {
                     seen.insert(kind, key)?;
-                    catalog.device_classes.push(c);
+                    catalog.device_classes.push(*c);
                 }
                 Object::ResourceSlice(s) => {
                     seen.insert(kind, key)?;
-                    catalog.slices.push(s);
+                    catalog.slices.push(*s);
                 }
                 Object::ResourceClaim(c) => {
                     seen.insert(kind, key)?;
-                    catalog.claims.push(c);
+                    catalog.claims.push(*c);
                 }
                 Object::ResourceClaimTemplate(t) => {
                     seen.insert(kind, key.clone())?;
-                    templates.insert(key, t);
+                    templates.insert(key, *t);
                 }
                 Object::ResourceQuota(_) => catalog.notes.push(format!(
                     "skipping ResourceQuota {key} (quotas are not enforced by the simulation)"

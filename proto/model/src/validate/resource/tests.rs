@@ -56,62 +56,62 @@ fn dra_objects_are_checked_with_kube_s_rules() {
     let mut neither = ResourceClaimBuilder::new("c").request("r", "gpu").build();
     neither.spec.devices.requests[0].exactly = None;
     let cases: Vec<(&str, Object, Vec<&str>)> = vec![
-        ("a valid slice", Object::ResourceSlice(gpu_slice().build()), vec![]),
+        ("a valid slice", Object::ResourceSlice(Box::new(gpu_slice().build())), vec![]),
         (
             "a valid class",
-            Object::DeviceClass(DeviceClassBuilder::new("gpu").driver("gpu.berth.dev").build()),
+            Object::DeviceClass(Box::new(DeviceClassBuilder::new("gpu").driver("gpu.berth.dev").build())),
             vec![],
         ),
         (
             "a valid claim",
             Object::ResourceClaim(
-                ResourceClaimBuilder::new("c")
+                Box::new(ResourceClaimBuilder::new("c")
                     .request("gpu", "gpu")
                     .selector(r#"device.attributes["gpu.berth.dev"].model == "A100""#)
                     .capacity("memory", "10Gi")
                     .request("two", "gpu")
                     .count(2)
                     .match_attribute("gpu.berth.dev/model", &["gpu", "two"])
-                    .build(),
+                    .build()),
             ),
             vec![],
         ),
         (
             "a selector that does not compile",
             Object::ResourceClaim(
-                ResourceClaimBuilder::new("c").request("r", "gpu").selector("device.driver ==").build(),
+                Box::new(ResourceClaimBuilder::new("c").request("r", "gpu").selector("device.driver ==").build()),
             ),
             vec!["spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: \"device.driver ==\": compilation failed"],
         ),
         (
             "a class selector naming an undeclared variable",
-            Object::DeviceClass(DeviceClassBuilder::new("gpu").selector("gpu.model == 1").build()),
+            Object::DeviceClass(Box::new(DeviceClassBuilder::new("gpu").selector("gpu.model == 1").build())),
             vec!["spec.selectors[0].cel.expression: Invalid value: \"gpu.model == 1\": compilation failed: undeclared reference to 'gpu'"],
         ),
         (
             "33 requests",
-            Object::ResourceClaim(many_requests.build()),
+            Object::ResourceClaim(Box::new(many_requests.build())),
             vec!["spec.devices.requests: Too many: 33: must have at most 32 items"],
         ),
         (
             "a request that is neither exactly nor firstAvailable",
-            Object::ResourceClaim(neither),
+            Object::ResourceClaim(Box::new(neither)),
             vec!["spec.devices.requests[0]: Required value: exactly one of `exactly` or `firstAvailable` is required"],
         ),
         (
             "count zero",
-            Object::ResourceClaim(ResourceClaimBuilder::new("c").request("r", "gpu").count(0).build()),
+            Object::ResourceClaim(Box::new(ResourceClaimBuilder::new("c").request("r", "gpu").count(0).build())),
             vec!["spec.devices.requests[0].exactly.count: Invalid value: 0: must be greater than zero"],
         ),
         (
             "a count with All",
-            Object::ResourceClaim(ResourceClaimBuilder::new("c").request("r", "gpu").count(2).all().build()),
+            Object::ResourceClaim(Box::new(ResourceClaimBuilder::new("c").request("r", "gpu").count(2).all().build())),
             vec!["spec.devices.requests[0].exactly.count: Invalid value: 2: must not be specified when allocationMode is 'All'"],
         ),
         (
             "duplicate request names and a bad class name",
             Object::ResourceClaim(
-                ResourceClaimBuilder::new("c").request("r", "gpu").request("r", "GPU_x").build(),
+                Box::new(ResourceClaimBuilder::new("c").request("r", "gpu").request("r", "GPU_x").build()),
             ),
             vec![
                 "spec.devices.requests[1].name: Duplicate value: \"r\"",
@@ -121,7 +121,7 @@ fn dra_objects_are_checked_with_kube_s_rules() {
         (
             "a constraint on an unknown request with a name without domain",
             Object::ResourceClaim(
-                ResourceClaimBuilder::new("c").request("r", "gpu").match_attribute("model", &["x"]).build(),
+                Box::new(ResourceClaimBuilder::new("c").request("r", "gpu").match_attribute("model", &["x"]).build()),
             ),
             vec![
                 "spec.devices.constraints[0].requests[0]: Invalid value: \"x\": must be the name of a request",
@@ -131,51 +131,51 @@ fn dra_objects_are_checked_with_kube_s_rules() {
         (
             "firstAvailable subrequests may be named by constraints",
             Object::ResourceClaim(
-                ResourceClaimBuilder::new("c")
+                Box::new(ResourceClaimBuilder::new("c")
                     .first_available("r", &[("big", "gpu"), ("small", "gpu")])
                     .match_attribute("gpu.berth.dev/model", &["r/big"])
-                    .build(),
+                    .build()),
             ),
             vec![],
         ),
         (
             "129 devices",
-            Object::ResourceSlice(many_devices.build()),
+            Object::ResourceSlice(Box::new(many_devices.build())),
             vec!["spec.devices: Too many: 129: must have at most 128 items"],
         ),
         (
             "34 attributes and capacities",
-            Object::ResourceSlice(ResourceSliceBuilder::new("n1", "gpu.berth.dev").device(many_attributes).build()),
+            Object::ResourceSlice(Box::new(ResourceSliceBuilder::new("n1", "gpu.berth.dev").device(many_attributes).build())),
             vec!["spec.devices[0]: Too many: 34: must have at most 32 attributes and capacities combined"],
         ),
         (
             "a pool without slices",
-            Object::ResourceSlice(no_pool),
+            Object::ResourceSlice(Box::new(no_pool)),
             vec!["spec.pool.resourceSliceCount: Invalid value: 0: must be greater than zero"],
         ),
         (
             "nodeName and allNodes",
-            Object::ResourceSlice(two_places),
+            Object::ResourceSlice(Box::new(two_places)),
             vec!["spec: Invalid value: \"{`nodeName`, `allNodes`}\": exactly one of"],
         ),
         (
             "no node selection",
-            Object::ResourceSlice(nowhere),
+            Object::ResourceSlice(Box::new(nowhere)),
             vec!["spec: Required value: exactly one of `nodeName`"],
         ),
         (
             "an attribute with two values",
-            Object::ResourceSlice(two_values),
+            Object::ResourceSlice(Box::new(two_values)),
             vec!["spec.devices[0].attributes.x: Invalid value: \"1\": exactly one value must be specified"],
         ),
         (
             "a version that is not semver",
-            Object::ResourceSlice(bad_version),
+            Object::ResourceSlice(Box::new(bad_version)),
             vec!["spec.devices[0].attributes.v.version: Invalid value: \"v1\": must be a string compatible with semver.org spec 2.0.0"],
         ),
         (
             "a bad driver name",
-            Object::ResourceSlice(ResourceSliceBuilder::new("n1", "GPU").build()),
+            Object::ResourceSlice(Box::new(ResourceSliceBuilder::new("n1", "GPU").build())),
             vec![
                 "metadata.name: Invalid value: \"n1-GPU\"",
                 "spec.driver: Invalid value: \"GPU\"",
@@ -186,7 +186,7 @@ fn dra_objects_are_checked_with_kube_s_rules() {
             Object::Pod({
                 let mut pod = PodBuilder::new("p").cpu_millis(1).resource_claim("gpu", "c").build();
                 pod.spec.containers[0].resources.claims[0].name = "other".into();
-                pod
+                Box::new(pod)
             }),
             vec!["spec.containers[0].resources.claims[0]: Not found: \"other\": must be one of the claims defined in pod.spec.resourceClaims: gpu"],
         ),
@@ -195,13 +195,13 @@ fn dra_objects_are_checked_with_kube_s_rules() {
             Object::Pod({
                 let mut pod = PodBuilder::new("p").cpu_millis(1).resource_claim("gpu", "c").build();
                 pod.spec.resource_claims[0].resource_claim_template_name = Some("t".into());
-                pod
+                Box::new(pod)
             }),
             vec!["spec.resourceClaims[0]: Invalid value: \"\": at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified"],
         ),
         (
             "a valid pod with a template claim",
-            Object::Pod(PodBuilder::new("p").cpu_millis(1).resource_claim_template("gpu", "t").build()),
+            Object::Pod(Box::new(PodBuilder::new("p").cpu_millis(1).resource_claim_template("gpu", "t").build())),
             vec![],
         ),
     ];
@@ -226,7 +226,7 @@ fn reserved_for_holds_at_most_256_consumers_of_an_allocated_claim() {
         claim = claim.reserved_for(&format!("p{i}"), &format!("uid-{i}"));
     }
     assert_eq!(
-        errors(Object::ResourceClaim(claim.build())),
+        errors(Object::ResourceClaim(Box::new(claim.build()))),
         vec!["status.reservedFor: Too many: 257: must have at most 256 items"]
     );
     let unallocated = ResourceClaimBuilder::new("c")
@@ -234,7 +234,7 @@ fn reserved_for_holds_at_most_256_consumers_of_an_allocated_claim() {
         .reserved_for("p", "u")
         .build();
     assert_eq!(
-        errors(Object::ResourceClaim(unallocated)),
+        errors(Object::ResourceClaim(Box::new(unallocated))),
         vec!["status.reservedFor: Forbidden: may not be specified when `allocated` is not set"]
     );
 }

@@ -120,7 +120,7 @@ impl Engine {
     /// objects scheduling reads (namespaces' labels, DRA objects).
     pub fn create(&mut self, object: Object) -> Result<Vec<SimEvent>, String> {
         match object {
-            Object::Pod(pod) => self.add_pod(pod),
+            Object::Pod(pod) => self.add_pod(*pod),
             Object::Node(node) => {
                 let name = node.metadata.name.clone();
                 let event = if self.scheduler.snapshot.node(&name).is_some() {
@@ -128,7 +128,7 @@ impl Engine {
                 } else {
                     ClusterEvent::NodeAdded
                 };
-                self.scheduler.snapshot.upsert_node(Arc::new(node));
+                self.scheduler.snapshot.upsert_node(Arc::new(*node));
                 self.scheduler
                     .queue
                     .move_all_to_active_or_backoff(event, self.world.now);
@@ -190,14 +190,14 @@ impl Engine {
         merge_patch(&mut value, merge);
         let patched: Node =
             serde_json::from_value(value).map_err(|e| format!("node/{name}: {e}"))?;
-        self.create(Object::Node(patched))
+        self.create(Object::Node(Box::new(patched)))
     }
 
     /// Cordons or uncordons a node.
     pub fn set_unschedulable(&mut self, name: &str, unschedulable: bool) -> Result<(), String> {
         let mut node = (*self.node(name)?).clone();
         node.spec.unschedulable = unschedulable;
-        self.create(Object::Node(node)).map(|_| ())
+        self.create(Object::Node(Box::new(node))).map(|_| ())
     }
 
     /// Cordons a node and removes its pods; pods with an owner come back to the queue as
