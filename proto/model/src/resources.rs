@@ -117,7 +117,7 @@ impl Resources {
 fn container_requests(c: &Container) -> Resources {
     let mut list = c.resources.requests.clone();
     for (name, limit) in &c.resources.limits {
-        list.entry(name.clone()).or_insert(*limit);
+        list.get_or_insert(name, *limit);
     }
     Resources::from_list(&list)
 }
@@ -176,7 +176,7 @@ pub fn pod_requests(pod: &Pod) -> Resources {
     if let Some(pod_level) = &spec.resources {
         let mut list = pod_level.requests.clone();
         for (name, limit) in &pod_level.limits {
-            list.entry(name.clone()).or_insert(*limit);
+            list.get_or_insert(name, *limit);
         }
         apply_pod_level(&mut reqs, &list);
     }

@@ -19,6 +19,7 @@ mod policy;
 mod priority;
 mod quota;
 mod resource;
+mod resource_list;
 mod runtime_class;
 mod scheduling;
 
@@ -35,14 +36,12 @@ pub use policy::*;
 pub use priority::*;
 pub use quota::*;
 pub use resource::*;
+pub use resource_list::{ResourceList, ResourceListIter};
 pub use runtime_class::*;
 pub use scheduling::*;
 
 /// A Kubernetes field that Berth accepts in a manifest and ignores.
 pub type Ignored = Option<serde::de::IgnoredAny>;
-
-/// A map of resource names to quantities (`cpu: 500m`, `memory: 1Gi`, `example.com/gpu: 1`).
-pub type ResourceList = std::collections::BTreeMap<String, crate::Quantity>;
 
 /// Labels or annotations: string keys to string values, ordered for determinism.
 pub type StringMap = std::collections::BTreeMap<String, String>;

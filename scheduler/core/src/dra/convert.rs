@@ -102,7 +102,7 @@ fn exact(name: &str, params: berth_model::model::RequestParams<'_>) -> ExactRequ
         admin_access: params.admin_access,
         capacity: params
             .capacity
-            .map(|c| c.requests.clone())
+            .map(|c| c.requests.clone().into_iter().collect())
             .unwrap_or_default(),
     }
 }
@@ -148,7 +148,7 @@ pub fn claim(claim: &ResourceClaim) -> ClaimInfo {
                     device: r.device.as_str().into(),
                 },
                 admin_access: r.admin_access.unwrap_or(false),
-                consumed_capacity: r.consumed_capacity.clone(),
+                consumed_capacity: r.consumed_capacity.clone().into_iter().collect(),
                 share_id: r.share_id.clone(),
             })
             .collect(),
@@ -225,7 +225,7 @@ pub fn apply_update(stored: &ResourceClaim, update: &ClaimUpdate, now: Time) -> 
                         device: d.id.device.to_string(),
                         admin_access: d.admin_access.then_some(true),
                         share_id: d.share_id.clone(),
-                        consumed_capacity: d.consumed_capacity.clone(),
+                        consumed_capacity: d.consumed_capacity.clone().into_iter().collect(),
                         ..Default::default()
                     })
                     .collect(),
