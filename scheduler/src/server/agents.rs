@@ -31,11 +31,16 @@ use tracing::{debug, info, instrument, warn};
 
 use super::admission;
 use super::error::{blocking, Error, Reply};
+use super::group_commit::GroupCommit;
 use super::informer::Informer;
 use super::node_lifecycle::NodeHealth;
 use super::security::{self, Caller, Role};
 use crate::dra;
 use crate::framework::SharedPod;
+
+/// Times an agent's write is built again after a conflict before it fails (kubelet's
+/// `nodeStatusUpdateRetry`).
+const UPDATE_ATTEMPTS: usize = 5;
 
 /// Heartbeat interval the scheduler asks agents for.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
@@ -162,6 +167,9 @@ pub async fn dispatch(mut pods: Informer, sessions: Arc<Sessions>, shutdown: Can
 #[derive(Clone)]
 pub struct AgentService {
     store: Arc<dyn ObjectStore>,
+    /// Commits the agents' writes (registrations, heartbeats, pod statuses), those of
+    /// concurrent sessions together: one transaction and flush for many.
+    commits: GroupCommit,
     sessions: Arc<Sessions>,
     /// Node credential name → the node it is bound to; loaded from the Nodes' annotations
     /// on first use.
@@ -176,9 +184,11 @@ pub struct AgentService {
 }
 
 impl AgentService {
-    /// A service over `store`, routing through `sessions`.
+    /// A service over `store`, routing through `sessions`. Starts its group commit's task,
+    /// so it must be called inside a Tokio runtime.
     pub fn new(store: Arc<dyn ObjectStore>, sessions: Arc<Sessions>) -> Self {
         AgentService {
+            commits: GroupCommit::spawn(store.clone()),
             store,
             sessions,
             bindings: Arc::default(),
@@ -273,16 +283,43 @@ impl AgentService {
         }
     }
 
+    /// Commits the op that `build` makes from what is stored now, through the group commit,
+    /// and returns its change; `None` when `build` finds nothing to write. On a conflict (the
+    /// object changed between the read and the commit) the op is built again from a fresh
+    /// read, up to [`UPDATE_ATTEMPTS`] times, as kubelet retries its status updates. `build`
+    /// runs on the blocking pool (it reads the store); the commit is awaited without holding
+    /// a thread, so that any number of sessions can wait for the same joint commit.
+    async fn commit_fresh(
+        &self,
+        build: impl Fn(&AgentService) -> Result<Option<Op>, Error> + Send + Sync + 'static,
+    ) -> Result<Option<Change>, Error> {
+        let build = Arc::new(build);
+        let mut conflict = None;
+        for _ in 0..UPDATE_ATTEMPTS {
+            let (this, build) = (self.clone(), build.clone());
+            let Some(op) = tokio::task::spawn_blocking(move || build(&this)).await?? else {
+                return Ok(None);
+            };
+            match self.commits.commit(vec![op]).await {
+                Ok(changes) => return Ok(changes.into_iter().next()),
+                Err(e @ Error::Conflict { .. }) => conflict = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(conflict.expect("every attempt ended in a conflict"))
+    }
+
     /// Creates the node, or refreshes what the agent owns of it (status, its labels),
     /// keeping what an admin set (taints added later, cordon, extra labels). A node
     /// credential's name is recorded on the node.
-    fn register(&self, reported: Node, caller: Option<&Caller>) -> Result<Node, Error> {
-        let key = ObjectKey::new(Kind::Node, "", &reported.metadata.name);
+    async fn register(&self, reported: Node, caller: Option<&Caller>) -> Result<Node, Error> {
+        let name = reported.metadata.name.clone();
         let credential = caller
             .filter(|c| c.role == Role::Node)
             .map(|c| c.name.clone());
-        for _ in 0..5 {
-            let (op, expected) = match self.store.get(&key)? {
+        let build = move |this: &AgentService| -> Result<Option<Op>, Error> {
+            let key = ObjectKey::new(Kind::Node, "", &reported.metadata.name);
+            let op = match this.store.get(&key)? {
                 None => {
                     let mut node = reported.clone();
                     node.metadata
@@ -294,11 +331,11 @@ impl AgentService {
                             .insert(names::ANNOTATION_NODE_CREDENTIAL.into(), name.clone());
                     }
                     let obj = admission::admit(
-                        self.store.as_ref(),
+                        this.store.as_ref(),
                         Object::Node(Box::new(node)),
                         &Default::default(),
                     )?;
-                    (Op::Create(obj), None)
+                    Op::Create(obj)
                 }
                 Some(Object::Node(mut stored)) => {
                     for (k, v) in &reported.metadata.labels {
@@ -313,73 +350,87 @@ impl AgentService {
                     stored.status = reported.status.clone();
                     let rv = stored.metadata.resource_version.clone();
                     let obj = admission::admit(
-                        self.store.as_ref(),
+                        this.store.as_ref(),
                         Object::Node(stored),
                         &Default::default(),
                     )?;
-                    (
-                        Op::Update {
-                            object: obj,
-                            precondition: Precondition::ResourceVersion(rv.clone()),
-                        },
-                        Some(rv),
-                    )
+                    Op::Update {
+                        object: obj,
+                        precondition: Precondition::ResourceVersion(rv),
+                    }
                 }
                 Some(_) => unreachable!("the node tree holds nodes"),
             };
-            match self.store.commit(vec![op]) {
-                Ok(changes) => match changes.into_iter().next().map(Change::into_object) {
-                    Some(Object::Node(node)) => return Ok(*node),
-                    _ => unreachable!("a node commit yields a node"),
-                },
-                Err(berth_store::Error::Conflict { .. }) if expected.is_some() => continue,
-                Err(e) => return Err(e.into()),
-            }
+            Ok(Some(op))
+        };
+        match self.commit_fresh(build).await {
+            Ok(change) => match change.map(Change::into_object) {
+                Some(Object::Node(node)) => Ok(*node),
+                _ => unreachable!("a node commit yields a node"),
+            },
+            Err(Error::Conflict { .. }) => Err(Error::BadRequest(format!(
+                "node {name}: too many concurrent updates; try again"
+            ))),
+            Err(e) => Err(e),
         }
-        Err(Error::BadRequest(format!(
-            "node {}: too many concurrent updates; try again",
-            reported.metadata.name
-        )))
     }
 
     /// Applies a heartbeat: stores the node's conditions if their status changed.
-    fn heartbeat(
-        &self,
-        node_name: &str,
-        conditions: Vec<NodeCondition>,
-        images: Vec<ContainerImage>,
-    ) -> Result<(), Error> {
-        let key = ObjectKey::new(Kind::Node, "", node_name);
-        let Some(Object::Node(mut node)) = self.store.get(&key)? else {
-            return Err(Error::NotFound { key });
+    async fn heartbeat(&self, node_name: &str, beat: pb::Heartbeat) -> Result<(), Error> {
+        self.health.record(node_name);
+        // Left empty: no conditions to report, only liveness.
+        let conditions: Vec<NodeCondition> = if beat.conditions_json.is_empty() {
+            Vec::new()
+        } else {
+            from_json("conditions_json", &beat.conditions_json).map_err(|source| {
+                Error::Convert {
+                    context: "heartbeat".into(),
+                    source,
+                }
+            })?
         };
-        let now = Time::now();
-        let stale = self.status_report_period.is_some_and(|period| {
-            node.condition(names::CONDITION_READY)
-                .and_then(|c| c.last_heartbeat_time)
-                .is_none_or(|beat| now.0.duration_since(beat.0).unwrap_or_default() >= period)
-        });
-        let mut changed = false;
-        for c in conditions {
-            changed |= set_condition(&mut node.status.conditions, c, now);
-        }
-        if !images.is_empty() && images != node.status.images {
-            node.status.images = images;
-            changed = true;
-        }
-        if changed || stale {
+        let images: Vec<ContainerImage> = if beat.images_json.is_empty() {
+            Vec::new()
+        } else {
+            from_json("images_json", &beat.images_json).map_err(|source| Error::Convert {
+                context: "heartbeat".into(),
+                source,
+            })?
+        };
+        let key = ObjectKey::new(Kind::Node, "", node_name);
+        self.commit_fresh(move |this: &AgentService| {
+            let Some(Object::Node(mut node)) = this.store.get(&key)? else {
+                return Err(Error::NotFound { key: key.clone() });
+            };
+            let now = Time::now();
+            let stale = this.status_report_period.is_some_and(|period| {
+                node.condition(names::CONDITION_READY)
+                    .and_then(|c| c.last_heartbeat_time)
+                    .is_none_or(|beat| now.0.duration_since(beat.0).unwrap_or_default() >= period)
+            });
+            let mut changed = false;
+            for c in &conditions {
+                changed |= set_condition(&mut node.status.conditions, c.clone(), now);
+            }
+            if !images.is_empty() && images != node.status.images {
+                node.status.images.clone_from(&images);
+                changed = true;
+            }
+            if !changed && !stale {
+                return Ok(None);
+            }
             let rv = node.metadata.resource_version.clone();
-            self.store.commit(vec![Op::Update {
+            Ok(Some(Op::Update {
                 object: Object::Node(node),
                 precondition: Precondition::ResourceVersion(rv),
-            }])?;
-        }
-        Ok(())
+            }))
+        })
+        .await
+        .map(drop)
     }
 
     /// Stores a pod's status as its agent reports it.
-    fn pod_status(&self, node_name: &str, update: pb::PodStatusUpdate) -> Result<(), Error> {
-        let key = ObjectKey::new(Kind::Pod, &update.namespace, &update.name);
+    async fn pod_status(&self, node_name: &str, update: pb::PodStatusUpdate) -> Result<(), Error> {
         if update.status_json.is_empty() {
             return Ok(());
         }
@@ -388,12 +439,14 @@ impl AgentService {
                 context: format!("status of pod {}/{}", update.namespace, update.name),
                 source,
             })?;
-        for _ in 0..5 {
-            let Some(Object::Pod(mut pod)) = self.store.get(&key)? else {
-                return Ok(()); // deleted meanwhile
+        let key = ObjectKey::new(Kind::Pod, &update.namespace, &update.name);
+        let node_name = node_name.to_string();
+        self.commit_fresh(move |this: &AgentService| {
+            let Some(Object::Pod(mut pod)) = this.store.get(&key)? else {
+                return Ok(None); // deleted meanwhile
             };
             if pod.metadata.uid != update.uid || pod.spec.node_name != node_name {
-                return Ok(()); // a different pod of the same name, or not this node's
+                return Ok(None); // a different pod of the same name, or not this node's
             }
             let mut new_status = status.clone();
             // The agent owns phase and containers; the scheduler owns PodScheduled.
@@ -410,23 +463,18 @@ impl AgentService {
                 .resource_claim_statuses
                 .clone_from(&pod.status.resource_claim_statuses);
             if pod.status == new_status {
-                return Ok(());
+                return Ok(None);
             }
             pod.status = new_status;
             let rv = pod.metadata.resource_version.clone();
-            match self.store.commit(vec![Op::Update {
+            Ok(Some(Op::Update {
                 object: Object::Pod(pod),
                 precondition: Precondition::ResourceVersion(rv),
-            }]) {
-                Ok(_) => return Ok(()),
-                Err(berth_store::Error::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
+            }))
+        })
+        .await
+        .map(drop)
     }
-
-    /// The pods bound to a node that should run there.
     /// A node's devices changed within its session: publishes the new slices (as at
     /// registration) or, when the agent refused its new devices file, keeps the slices
     /// and records why on the Node. Either way a Node Event says what happened.
@@ -462,6 +510,50 @@ impl AgentService {
         outcome
     }
 
+    /// Handles an agent's message other than heartbeats and pod statuses (which commit
+    /// through the group commit); on the blocking pool.
+    fn other_message(&self, node: &str, msg: Option<pb::agent_message::Msg>) -> Result<(), Error> {
+        match msg {
+            Some(pb::agent_message::Msg::Usage(usage)) => {
+                if let Some(t) = &self.telemetry {
+                    t.record_usage(node, usage);
+                }
+                Ok(())
+            }
+            Some(pb::agent_message::Msg::PodEvent(event)) => {
+                if let Some(t) = &self.telemetry {
+                    t.record_event(node, event);
+                }
+                Ok(())
+            }
+            Some(pb::agent_message::Msg::LogChunk(chunk)) => {
+                let reader_gone = self
+                    .telemetry
+                    .as_ref()
+                    .and_then(|t| t.deliver_log(node, chunk));
+                if let Some(request_id) = reader_gone {
+                    self.sessions.send_message(
+                        node,
+                        pb::SchedulerMessage {
+                            msg: Some(pb::scheduler_message::Msg::CancelLogs(pb::CancelLogs {
+                                request_id,
+                            })),
+                        },
+                    );
+                }
+                Ok(())
+            }
+            Some(pb::agent_message::Msg::Devices(update)) => self.devices_update(node, update),
+            Some(
+                pb::agent_message::Msg::Hello(_)
+                | pb::agent_message::Msg::Heartbeat(_)
+                | pb::agent_message::Msg::PodStatus(_),
+            )
+            | None => Ok(()),
+        }
+    }
+
+    /// The pods bound to a node that should run there.
     fn bound_pods(&self, node_name: &str) -> Result<Vec<Pod>, Error> {
         Ok(self
             .store
@@ -584,16 +676,18 @@ impl pb::agent_server::Agent for AgentService {
         let node = node_from_pb(req.get_ref().node.as_ref(), "node")
             .map_err(|e| Error::BadRequest(e.to_string()))?;
         let slices = decode_slices(&req.get_ref().resource_slices)?;
-        let this = self.clone();
-        let node = blocking(move || -> Result<Node, Error> {
-            if let Some(caller) = caller.as_ref().filter(|c| c.role == Role::Node) {
-                this.admit_node_credential(caller, &node)?;
-            }
-            let node = this.register(node, caller.as_ref())?;
-            super::node_slices::publish(this.store.as_ref(), &node, slices)?;
-            Ok(node)
-        })
-        .await?;
+        if let Some(caller) = caller.clone().filter(|c| c.role == Role::Node) {
+            let (this, node) = (self.clone(), node.clone());
+            blocking(move || this.admit_node_credential(&caller, &node)).await?;
+        }
+        let node = self.register(node, caller.as_ref()).await?;
+        let node = {
+            let this = self.clone();
+            blocking(move || {
+                super::node_slices::publish(this.store.as_ref(), &node, slices).map(|()| node)
+            })
+            .await?
+        };
         self.health.record(&node.metadata.name);
         info!(node = %node.metadata.name, "node registered");
         Ok(Response::new(pb::RegisterResponse {
@@ -672,51 +766,19 @@ impl pb::agent_server::Agent for AgentService {
                             Some(Err(e)) => { debug!(node = %node_name, error = %e, "agent stream error"); break; }
                             None => break,
                         };
-                        let this2 = this.clone();
-                        let node = node_name.clone();
-                        let result = tokio::task::spawn_blocking(move || match msg.msg {
-                            Some(pb::agent_message::Msg::Heartbeat(hb)) => {
-                                this2.health.record(&node);
-                                // Left empty: no conditions to report, only liveness.
-                                let conditions: Vec<NodeCondition> = if hb.conditions_json.is_empty() {
-                                    Vec::new()
-                                } else {
-                                    from_json("conditions_json", &hb.conditions_json)
-                                        .map_err(|source| Error::Convert { context: "heartbeat".into(), source })?
-                                };
-                                let images: Vec<ContainerImage> = if hb.images_json.is_empty() {
-                                    Vec::new()
-                                } else {
-                                    from_json("images_json", &hb.images_json)
-                                        .map_err(|source| Error::Convert { context: "heartbeat".into(), source })?
-                                };
-                                this2.heartbeat(&node, conditions, images)
+                        let result = match msg.msg {
+                            Some(pb::agent_message::Msg::Heartbeat(beat)) => this.heartbeat(&node_name, beat).await,
+                            Some(pb::agent_message::Msg::PodStatus(update)) => this.pod_status(&node_name, update).await,
+                            other => {
+                                let (this, node) = (this.clone(), node_name.clone());
+                                tokio::task::spawn_blocking(move || this.other_message(&node, other))
+                                    .await
+                                    .map_err(Error::from)
+                                    .and_then(|handled| handled)
                             }
-                            Some(pb::agent_message::Msg::PodStatus(update)) => this2.pod_status(&node, update),
-                            Some(pb::agent_message::Msg::Usage(usage)) => {
-                                if let Some(t) = &this2.telemetry { t.record_usage(&node, usage); }
-                                Ok(())
-                            }
-                            Some(pb::agent_message::Msg::PodEvent(event)) => {
-                                if let Some(t) = &this2.telemetry { t.record_event(&node, event); }
-                                Ok(())
-                            }
-                            Some(pb::agent_message::Msg::LogChunk(chunk)) => {
-                                let reader_gone = this2.telemetry.as_ref().and_then(|t| t.deliver_log(&node, chunk));
-                                if let Some(request_id) = reader_gone {
-                                    this2.sessions.send_message(&node, pb::SchedulerMessage {
-                                        msg: Some(pb::scheduler_message::Msg::CancelLogs(pb::CancelLogs { request_id })),
-                                    });
-                                }
-                                Ok(())
-                            }
-                            Some(pb::agent_message::Msg::Devices(update)) => this2.devices_update(&node, update),
-                            Some(pb::agent_message::Msg::Hello(_)) | None => Ok(()),
-                        }).await;
-                        match result {
-                            Ok(Ok(())) => {}
-                            Ok(Err(e)) => warn!(node = %node_name, error = %e, "agent message refused"),
-                            Err(e) => warn!(node = %node_name, error = %e, "agent message handler failed"),
+                        };
+                        if let Err(e) = result {
+                            warn!(node = %node_name, error = %e, "agent message refused");
                         }
                     }
                     event = events.recv() => {
