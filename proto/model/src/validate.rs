@@ -3448,7 +3448,7 @@ mod tests {
             case(
                 "activeDeadlineSeconds",
                 deployment(|d| {
-                    d.spec.template.spec.active_deadline_seconds = Some(serde::de::IgnoredAny);
+                    d.spec.template.spec.active_deadline_seconds = Some(crate::model::IgnoredValue);
                 }),
                 &[(
                     "spec.template.spec.activeDeadlineSeconds",

@@ -69,16 +69,16 @@ pub struct DeploymentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<DeploymentStrategy>,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub min_ready_seconds: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub revision_history_limit: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub progress_deadline_seconds: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub paused: Ignored,
 }
 
@@ -154,16 +154,16 @@ pub struct DeploymentStatus {
     #[serde(skip_serializing_if = "is_zero_i64")]
     pub observed_generation: i64,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub unavailable_replicas: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub terminating_replicas: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub conditions: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub collision_count: Ignored,
 }
 
@@ -202,7 +202,7 @@ pub struct ReplicaSetSpec {
     #[serde(default)]
     pub template: PodTemplateSpec,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub min_ready_seconds: Ignored,
 }
 
@@ -234,13 +234,13 @@ pub struct ReplicaSetStatus {
     #[serde(skip_serializing_if = "is_zero_i64")]
     pub observed_generation: i64,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub fully_labeled_replicas: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub terminating_replicas: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub conditions: Ignored,
 }
 
@@ -275,13 +275,13 @@ pub struct DaemonSetSpec {
     /// The pod to run on each node.
     pub template: PodTemplateSpec,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub update_strategy: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub min_ready_seconds: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub revision_history_limit: Ignored,
 }
 
@@ -296,25 +296,25 @@ pub struct DaemonSetStatus {
     /// Nodes whose daemon pod is ready.
     pub number_ready: i32,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub number_misscheduled: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub observed_generation: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub updated_number_scheduled: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub number_available: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub number_unavailable: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub collision_count: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub conditions: Ignored,
 }
 

@@ -177,16 +177,16 @@ pub struct JobSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub managed_by: Option<String>,
     /// Refused by validation (not supported by Berth).
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub pod_failure_policy: Ignored,
     /// Refused by validation (not supported by Berth).
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub success_policy: Ignored,
     /// Refused by validation (not supported by Berth).
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub backoff_limit_per_index: Ignored,
     /// Refused by validation (not supported by Berth).
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub max_failed_indexes: Ignored,
 }
 
@@ -277,10 +277,10 @@ pub struct JobStatus {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub completed_indexes: String,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub failed_indexes: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub uncounted_terminated_pods: Ignored,
 }
 

@@ -19,13 +19,13 @@ pub struct ObjectReference {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub uid: String,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub api_version: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub resource_version: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub field_path: Ignored,
 }
 
@@ -68,6 +68,6 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reporting_instance: String,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub source: Ignored,
 }

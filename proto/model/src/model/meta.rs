@@ -1,7 +1,8 @@
 //! Object metadata shared by every kind: names, labels, versions, timestamps, owners.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::time::SystemTime;
+use std::cell::Cell;
+use std::time::{Duration, SystemTime};
 
 use super::{Ignored, StringMap};
 
@@ -49,7 +50,7 @@ pub struct ObjectMeta {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub finalizers: Vec<String>,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub managed_fields: Ignored,
     /// The version of the desired state: set to 1 when a Deployment is created and
     /// increased whenever its spec changes (other kinds leave it 0); controllers report the
@@ -57,10 +58,10 @@ pub struct ObjectMeta {
     #[serde(skip_serializing_if = "is_zero_i64")]
     pub generation: i64,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub self_link: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub deletion_grace_period_seconds: Ignored,
 }
 
@@ -92,9 +93,22 @@ pub struct OwnerReference {
 pub struct Time(pub SystemTime);
 
 impl Time {
-    /// The current time.
+    /// The current time, in whole seconds: what its RFC 3339 form keeps (kube's `metav1.Time`
+    /// serializes seconds too), so that a time made here is the same after a store's round
+    /// trip, and a write need not be decoded again to be what a read returns.
     pub fn now() -> Self {
-        Time(SystemTime::now())
+        let now = SystemTime::now();
+        match now.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(since) => Time(SystemTime::UNIX_EPOCH + Duration::from_secs(since.as_secs())),
+            Err(_) => Time(now),
+        }
+    }
+
+    /// Whether the RFC 3339 form keeps all of this time: whole seconds, not before the epoch.
+    fn is_whole_seconds(&self) -> bool {
+        self.0
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .is_ok_and(|d| d.subsec_nanos() == 0)
     }
 
     /// Seconds since the Unix epoch (negative before it).
@@ -136,8 +150,38 @@ impl std::str::FromStr for Time {
 
 impl Serialize for Time {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !self.is_whole_seconds() {
+            note_serialization_loss();
+        }
         s.collect_str(self)
     }
+}
+
+thread_local! {
+    /// Whether a serialization on this thread dropped part of a value since
+    /// [`serialize_lossless`] began.
+    static SERIALIZATION_LOSS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Notes that the serialization under way drops part of a value, so that decoding its
+/// output gives something else ([`serialize_lossless`]).
+pub(crate) fn note_serialization_loss() {
+    SERIALIZATION_LOSS.with(|lost| lost.set(true));
+}
+
+/// Runs `serialize` (a serialization of model values, on this thread) and says whether it
+/// kept everything that the model's types drop when written: a [`Time`]'s sub-second part
+/// (or a time before the epoch), and a set [`super::Ignored`] field. When it returns true,
+/// decoding the output gives back values equal to those serialized, and a store may hand
+/// out the object it wrote instead of decoding it again.
+pub fn serialize_lossless<R>(serialize: impl FnOnce() -> R) -> (R, bool) {
+    let outer = SERIALIZATION_LOSS.with(|lost| lost.replace(false));
+    let result = serialize();
+    let lost = SERIALIZATION_LOSS.with(|lost| lost.replace(outer));
+    if lost {
+        note_serialization_loss();
+    }
+    (result, !lost)
 }
 
 impl<'de> Deserialize<'de> for Time {

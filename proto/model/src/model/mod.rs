@@ -41,7 +41,33 @@ pub use runtime_class::*;
 pub use scheduling::*;
 
 /// A Kubernetes field that Berth accepts in a manifest and ignores.
-pub type Ignored = Option<serde::de::IgnoredAny>;
+pub type Ignored = Option<IgnoredValue>;
+
+/// What an [`Ignored`] field holds when a manifest sets it: nothing of the value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IgnoredValue;
+
+impl<'de> serde::Deserialize<'de> for IgnoredValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| IgnoredValue)
+    }
+}
+
+impl serde::Serialize for IgnoredValue {
+    /// Never called: an [`Ignored`] field is not written ([`skip_ignored`]).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_unit()
+    }
+}
+
+/// The `skip_serializing_if` of every [`Ignored`] field: it is never written, and one that
+/// is set makes the serialization lossy ([`serialize_lossless`]).
+pub(crate) fn skip_ignored(field: &Ignored) -> bool {
+    if field.is_some() {
+        meta::note_serialization_loss();
+    }
+    true
+}
 
 /// Labels or annotations: string keys to string values, ordered for determinism.
 pub type StringMap = std::collections::BTreeMap<String, String>;

@@ -22,10 +22,10 @@ pub struct Namespace {
     /// Name and labels.
     pub metadata: ObjectMeta,
     /// Accepted and ignored (`finalizers`).
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub spec: Ignored,
     /// Accepted and ignored (`phase`, `conditions`).
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub status: Ignored,
 }
 

@@ -34,19 +34,19 @@ pub struct NodeSpec {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub pod_cidr: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub pod_cidrs: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub provider_id: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub config_source: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub external_id: Ignored,
 }
 
@@ -118,23 +118,23 @@ pub struct NodeStatus {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<NodeAddress>,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub node_info: Ignored,
     /// Container images on the node, as its runtime reports them (ImageLocality scores
     /// nodes that already have a pod's images).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ContainerImage>,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub daemon_endpoints: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub phase: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub volumes_attached: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub volumes_in_use: Ignored,
 }
 

@@ -136,70 +136,70 @@ pub struct PodSpec {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resource_claims: Vec<PodResourceClaim>,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub volumes: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub security_context: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub service_account_name: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub service_account: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub automount_service_account_token: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub image_pull_secrets: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub dns_policy: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub dns_config: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub host_network: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub host_pid: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub host_ipc: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub hostname: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub subdomain: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub host_aliases: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub enable_service_links: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub share_process_namespace: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub active_deadline_seconds: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub readiness_gates: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub ephemeral_containers: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub os: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub host_users: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub set_hostname_as_fqdn: Ignored,
 }
 
@@ -236,7 +236,7 @@ pub struct EnvVar {
     #[serde(default)]
     pub value: String,
     /// Accepted and ignored (Berth has no secrets or config maps).
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub value_from: Ignored,
 }
 
@@ -269,52 +269,52 @@ pub struct Container {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<ContainerPort>,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub working_dir: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub env_from: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub volume_mounts: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub volume_devices: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub liveness_probe: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub readiness_probe: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub startup_probe: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub lifecycle: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub security_context: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub image_pull_policy: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub termination_message_path: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub termination_message_policy: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub stdin: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub stdin_once: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub tty: Ignored,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub resize_policy: Ignored,
 }
 
@@ -422,7 +422,7 @@ pub struct PodCondition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<Time>,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub last_probe_time: Ignored,
 }
 
@@ -448,7 +448,7 @@ pub struct ContainerStatus {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub image: Ignored,
 }
 
@@ -483,18 +483,18 @@ pub struct PodStatus {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resource_claim_statuses: Vec<PodResourceClaimStatus>,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub pod_ip: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub pod_ips: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub qos_class: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub init_container_statuses: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub host_i_ps: Ignored,
 }

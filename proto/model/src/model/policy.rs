@@ -40,7 +40,7 @@ pub struct PodDisruptionBudgetSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub unhealthy_pod_eviction_policy: Ignored,
 }
 
@@ -57,12 +57,12 @@ pub struct PodDisruptionBudgetStatus {
     /// Pods the budget counts (from the owners' replica counts, or the selected pods).
     pub expected_pods: i32,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub observed_generation: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub disrupted_pods: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing)]
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub conditions: Ignored,
 }

@@ -259,7 +259,7 @@ mod tests {
             ),
             (
                 "podFailurePolicy refused",
-                Box::new(|j| j.spec.pod_failure_policy = Some(serde::de::IgnoredAny)),
+                Box::new(|j| j.spec.pod_failure_policy = Some(crate::model::IgnoredValue)),
                 &["spec.podFailurePolicy: Forbidden: not supported by Berth's job controller"],
             ),
             (
