@@ -126,8 +126,24 @@ impl WatchCache {
             // The changes before this one are gone.
             history.floor = change.revision - 1;
         }
-        let newest = history.changes.back().map_or(history.floor, |c| c.revision);
-        if change.revision <= newest {
+        // The changes of one commit share its revision on etcd (a joint commit of several
+        // callers' writes too): a change is one the cache has when it is older than the newest,
+        // or of the newest's revision and for an object already recorded at it.
+        let duplicate = match history.changes.back() {
+            None => change.revision <= history.floor,
+            Some(newest) => {
+                let newest = newest.revision;
+                change.revision < newest
+                    || change.revision == newest
+                        && history
+                            .changes
+                            .iter()
+                            .rev()
+                            .take_while(|c| c.revision == newest)
+                            .any(|c| c.object.key() == change.object.key())
+            }
+        };
+        if duplicate {
             return;
         }
         history.changes.push_back(change.clone());
@@ -474,6 +490,19 @@ mod tests {
         // A change the cache already has is not recorded twice.
         cache.push(change(14));
         assert!(start.live.try_recv().is_err());
+        // Another object's change of the same commit (on etcd, one revision) is recorded.
+        let mut other = (*change(14)).clone();
+        other.object = pod_named("other").into();
+        cache.push(Arc::new(other));
+        let live = start
+            .live
+            .try_recv()
+            .expect("the second change of revision 14");
+        assert_eq!(
+            (live.revision, live.object.meta().name.as_str()),
+            (14, "other")
+        );
+        assert_eq!(revisions(&cache.since(13).expect("remembered")), [14, 14]);
     }
 
     #[test]
