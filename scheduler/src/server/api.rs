@@ -179,14 +179,19 @@ impl ApiService {
         let kind = request_kind(req.kind)?;
         let key = ObjectKey::new(kind, &default_namespace(kind, &req.namespace), &req.name);
         let cached = ObjectCache::holds(kind)
-            .then(|| self.objects.read(|cache| cache.get_shared(&key).cloned()))
+            .then(|| {
+                self.objects.read(|cache| {
+                    let found = cache.objects().get_shared(&key).cloned();
+                    found.map(|o| cache.json(&[o]).swap_remove(0))
+                })
+            })
             .flatten();
         let found = match cached {
-            Some(found) => found,
-            None => self.store.get(&key)?.map(Arc::new),
+            Some(found) => found.map(|json| encoded(kind, &json)),
+            None => self.store.get(&key)?.map(|o| object_to_pb(&o)),
         };
         match found {
-            Some(obj) => Ok(object_to_pb(&obj)),
+            Some(obj) => Ok(obj),
             None => match kind {
                 Kind::PriorityClass => admission::priority_class(self.store.as_ref(), &req.name)?
                     .map(|pc| object_to_pb(&Object::PriorityClass(Box::new(pc))))
@@ -203,22 +208,31 @@ impl ApiService {
         let selector =
             selector::parse(&req.label_selector).map_err(|e| Error::BadRequest(e.to_string()))?;
         let namespace = (!req.namespace.is_empty()).then_some(req.namespace.as_str());
-        let wanted = |o: &Object| {
-            selector.matches(&o.meta().labels)
-                && match (o, req.node_name.is_empty()) {
-                    (Object::Pod(p), false) => p.spec.node_name == req.node_name,
-                    _ => true,
-                }
+        let on_node = |o: &Object| match (o, req.node_name.is_empty()) {
+            (Object::Pod(p), false) => p.spec.node_name == req.node_name,
+            _ => true,
         };
-        let cached = ObjectCache::holds(kind)
+        let wanted = |o: &Object| selector.matches(&o.meta().labels) && on_node(o);
+        let cached = (ObjectCache::holds(kind) && kind != Kind::PriorityClass)
             .then(|| {
                 self.objects.read(|cache| {
-                    let objects: Vec<Arc<Object>> = cache
-                        .list_shared(kind, namespace)
-                        .into_iter()
-                        .filter(|o| wanted(o))
-                        .cloned()
-                        .collect();
+                    let mut objects = cache.select(kind, namespace, &selector);
+                    objects.retain(|o| on_node(o));
+                    let json = cache.json(&objects);
+                    (json, cache.revision())
+                })
+            })
+            .flatten();
+        if let Some((json, revision)) = cached {
+            return Ok(pb::ListResponse {
+                objects: json.iter().map(|j| encoded(kind, j)).collect(),
+                resource_version: revision.to_string(),
+            });
+        }
+        let cached = (kind == Kind::PriorityClass)
+            .then(|| {
+                self.objects.read(|cache| {
+                    let objects = cache.select(kind, namespace, &selector);
                     (objects, cache.revision())
                 })
             })
@@ -272,6 +286,14 @@ fn apply_result(key: &ObjectKey, action: &str, rv: &str) -> pb::ApplyResult {
         action: action.to_string(),
         resource_version: rv.to_string(),
         object: None,
+    }
+}
+
+/// The message for an object of `kind` whose JSON is `json`.
+fn encoded(kind: Kind, json: &str) -> pb::Object {
+    pb::Object {
+        kind: kind_to_pb(kind) as i32,
+        json: json.to_string(),
     }
 }
 

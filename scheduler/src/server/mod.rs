@@ -35,6 +35,7 @@ pub mod eviction;
 pub mod group_commit;
 pub mod http;
 pub mod informer;
+pub mod label_index;
 pub mod leadership;
 pub mod metrics;
 pub mod node_lifecycle;

@@ -15,15 +15,17 @@
 //!   then takes every change broadcast. So a read sees every write acknowledged before it
 //!   began, through this replica or another.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard};
 use std::time::Duration;
 
-use berth_proto::model::Kind;
+use berth_proto::model::{Kind, LabelSelector, Object};
+use berth_proto::wire::object_to_pb;
 use berth_store::{Change, ObjectStore};
 use tokio::sync::broadcast;
 
 use super::informer::{Informer, Reflector};
+use super::label_index::LabelIndex;
 
 /// The longest a read waits for the cache to reach the store's current revision (kube's
 /// `blockTimeout` of consistent reads from cache) before it reads the store instead.
@@ -195,10 +197,132 @@ impl WatchCache {
 /// The latest objects of every kind but [`Kind::Event`], for consistent reads; see the
 /// module documentation. Events stay out: they are many, short-lived and rarely read, so
 /// the cache would mostly hold them; reads of events go to the store.
+///
+/// Reads share the cache (a read lock); only bringing it up to date takes it alone, and a
+/// read finds it up to date unless a write landed since the last one. Besides the objects it
+/// keeps an index by label ([`LabelIndex`]), and each object's JSON once a read encoded it,
+/// for every later read of that version ([`View::json`]).
 pub struct ObjectCache {
-    informer: Mutex<Informer>,
+    held: RwLock<Held>,
+    /// JSON of object versions, by uid: (resourceVersion, JSON). An entry leaves when its
+    /// object changes or goes; at most [`ENCODED_BYTES`] of JSON are kept.
+    encoded: Mutex<Encoded>,
     /// Asked for its current revision before each read.
     store: Arc<dyn ObjectStore>,
+}
+
+/// Most bytes of JSON the cache keeps encoded; past it, reads encode what is not kept.
+pub const ENCODED_BYTES: usize = 64 * 1024 * 1024;
+
+/// What the cache's lock guards.
+struct Held {
+    informer: Informer,
+    labels: LabelIndex,
+}
+
+/// Encoded JSON by uid, and how many bytes of it.
+#[derive(Default)]
+struct Encoded {
+    by_uid: HashMap<String, (String, Arc<str>)>,
+    bytes: usize,
+}
+
+impl Encoded {
+    fn forget(&mut self, uid: &str) {
+        if let Some((_, json)) = self.by_uid.remove(uid) {
+            self.bytes -= json.len();
+        }
+    }
+}
+
+/// The cache as a read sees it: brought up to date for this read, and shared with other
+/// reads while it runs.
+pub struct View<'a> {
+    held: &'a Held,
+    encoded: &'a Mutex<Encoded>,
+}
+
+impl View<'_> {
+    /// The objects, by kind and key.
+    pub fn objects(&self) -> &Reflector {
+        self.held.informer.cache()
+    }
+
+    /// The revision the view reflects: every change up to it is in, so a watch from it
+    /// misses nothing.
+    pub fn revision(&self) -> u64 {
+        self.objects().revision()
+    }
+
+    /// The objects of `kind` (of `namespace` only, if given) that `selector` selects, in
+    /// (namespace, name) order: from the label index when the selector names label values,
+    /// else by a pass over the kind's objects (of the namespace).
+    pub fn select(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+    ) -> Vec<Arc<Object>> {
+        if let Some(found) = self.held.labels.select(kind, namespace, selector) {
+            return found;
+        }
+        let all = self.objects().list_shared(kind, namespace).into_iter();
+        if selector.is_empty() {
+            return all.cloned().collect();
+        }
+        all.filter(|o| selector.matches(&o.meta().labels))
+            .cloned()
+            .collect()
+    }
+
+    /// Each object's Kubernetes JSON: kept from an earlier read of the same version, or
+    /// encoded now (and kept, within [`ENCODED_BYTES`]).
+    pub fn json(&self, objects: &[Arc<Object>]) -> Vec<Arc<str>> {
+        let lock = || self.encoded.lock().unwrap_or_else(|e| e.into_inner());
+        fn version(o: &Object) -> (&str, &str) {
+            (o.meta().uid.as_str(), o.meta().resource_version.as_str())
+        }
+        let mut found: Vec<Option<Arc<str>>> = {
+            let encoded = lock();
+            objects
+                .iter()
+                .map(|o| {
+                    let (uid, rv) = version(o);
+                    encoded
+                        .by_uid
+                        .get(uid)
+                        .filter(|(kept, _)| kept == rv)
+                        .map(|(_, json)| json.clone())
+                })
+                .collect()
+        };
+        let missing: Vec<usize> = (0..objects.len()).filter(|&i| found[i].is_none()).collect();
+        if missing.is_empty() {
+            return found.into_iter().flatten().collect();
+        }
+        // Encoding takes a while: without the lock of the kept JSON (other reads go on),
+        // but within this view, so no change of these objects lands meanwhile and what is
+        // kept is current.
+        for &i in &missing {
+            found[i] = Some(Arc::from(object_to_pb(&objects[i]).json));
+        }
+        let mut encoded = lock();
+        for &i in &missing {
+            let (uid, rv) = version(&objects[i]);
+            let json = found[i].clone().expect("encoded above");
+            if uid.is_empty() || encoded.bytes + json.len() > ENCODED_BYTES {
+                continue;
+            }
+            encoded.bytes += json.len();
+            if let Some((_, old)) = encoded
+                .by_uid
+                .insert(uid.to_string(), (rv.to_string(), json))
+            {
+                encoded.bytes -= old.len();
+            }
+        }
+        found.into_iter().flatten().collect()
+    }
 }
 
 impl ObjectCache {
@@ -228,10 +352,14 @@ impl ObjectCache {
             .filter(|k| ObjectCache::holds(*k))
             .collect();
         let cache = ObjectCache {
-            informer: Mutex::new(Informer::new("api cache", store.clone(), &kinds)),
+            held: RwLock::new(Held {
+                informer: Informer::new("api cache", store.clone(), &kinds),
+                labels: LabelIndex::new(),
+            }),
+            encoded: Mutex::default(),
             store,
         };
-        drop(cache.current());
+        cache.catch_up(&mut cache.write());
         cache
     }
 
@@ -241,28 +369,39 @@ impl ObjectCache {
     }
 
     /// Runs `read` on the cache brought up to date with every write committed before this
-    /// call (see the module documentation), with the revision it reflects; `None` when the
-    /// cache cannot be brought up to date (the store's revision could not be read or did
-    /// not reach the cache in time, its list failed, or the store's stream closed), and the
-    /// caller must read the store. Keep `read` short: it holds the cache's lock (take the
-    /// objects, encode them after).
-    pub fn read<T>(&self, read: impl FnOnce(&Reflector) -> T) -> Option<T> {
-        if !self.store_changes_arrived() {
-            return None;
+    /// call (see the module documentation); `None` when the cache cannot be brought up to
+    /// date (the store's revision could not be read or did not reach the cache in time, its
+    /// list failed, or the store's stream closed), and the caller must read the store.
+    /// `read` shares the cache with other reads; it holds off the changes that follow, so
+    /// keep it to taking and encoding what is asked for.
+    pub fn read<T>(&self, read: impl FnOnce(&View) -> T) -> Option<T> {
+        let revision = self.store_changes_arrived()?;
+        let view = |held: &Held| {
+            read(&View {
+                held,
+                encoded: &self.encoded,
+            })
+        };
+        {
+            let held = self.held.read().unwrap_or_else(|e| e.into_inner());
+            if held.informer.is_synced() && held.informer.cache().revision() >= revision {
+                return Some(view(&held));
+            }
         }
-        let informer = self.current();
-        informer.is_synced().then(|| read(informer.cache()))
+        self.catch_up(&mut self.write());
+        let held = self.held.read().unwrap_or_else(|e| e.into_inner());
+        held.informer.is_synced().then(|| view(&held))
     }
 
-    /// Whether the store has broadcast every change up to its current revision (waiting
-    /// for it a bounded time).
-    fn store_changes_arrived(&self) -> bool {
+    /// The store's current revision once it has broadcast every change up to it (waiting
+    /// for that a bounded time); `None` when it has not or the revision is unknown.
+    fn store_changes_arrived(&self) -> Option<u64> {
         let revision = match self.store.current_revision() {
             Ok(revision) => revision,
             Err(error) => {
                 tracing::debug!(%error, "no current revision; reading the store");
                 super::metrics::consistent_read_fallback("revision unknown");
-                return false;
+                return None;
             }
         };
         let arrived = self.store.wait_sent(revision, CONSISTENT_READ_TIMEOUT);
@@ -273,23 +412,37 @@ impl ObjectCache {
                 "the cache did not reach the store's revision in time; reading the store"
             );
             super::metrics::consistent_read_fallback("timeout");
+            return None;
         }
-        arrived
+        Some(revision)
     }
 
-    /// Takes what the store has broadcast, without waiting for the lock: the change
-    /// stream's buffer then does not keep changes that only this cache has yet to read.
+    /// Takes what the store has broadcast, unless reads hold the cache: the change stream's
+    /// buffer then does not keep changes that only this cache has yet to read.
     fn catch_up_if_free(&self) {
-        if let Ok(mut informer) = self.informer.try_lock() {
-            while informer.try_next().is_some() {}
+        if let Ok(mut held) = self.held.try_write() {
+            self.catch_up(&mut held);
         }
     }
 
-    /// The informer, with every change broadcast so far applied.
-    fn current(&self) -> MutexGuard<'_, Informer> {
-        let mut informer = self.informer.lock().unwrap_or_else(|e| e.into_inner());
-        while informer.try_next().is_some() {}
-        informer
+    fn write(&self) -> RwLockWriteGuard<'_, Held> {
+        self.held.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies every change broadcast so far, to the objects, the label index and the kept
+    /// JSON.
+    fn catch_up(&self, held: &mut Held) {
+        let mut encoded = None;
+        while let Some(event) = held.informer.try_next() {
+            held.labels.follow(&event);
+            if let Some(object) = event.object() {
+                let encoded = encoded
+                    .get_or_insert_with(|| self.encoded.lock().unwrap_or_else(|e| e.into_inner()));
+                if !encoded.by_uid.is_empty() {
+                    encoded.forget(&object.meta().uid);
+                }
+            }
+        }
     }
 }
 
@@ -328,6 +481,7 @@ mod tests {
     fn cached_pods(cache: &ObjectCache) -> Option<(Vec<String>, u64)> {
         cache.read(|c| {
             let names = c
+                .objects()
                 .list(Kind::Pod, Some("default"))
                 .iter()
                 .map(|o| o.meta().name.clone())
@@ -367,7 +521,7 @@ mod tests {
             }])
             .expect("deleted");
         assert!(cache
-            .read(|c| c.get_shared(&key).is_none())
+            .read(|c| c.objects().get_shared(&key).is_none())
             .expect("current"));
         assert!(ObjectCache::holds(Kind::Pod) && !ObjectCache::holds(Kind::Event));
     }
