@@ -18,9 +18,10 @@ use std::collections::{BTreeMap, HashSet};
 use tracing::field::Empty;
 
 use crate::framework::{
-    run_filters_with_nominated_pods, Code, CycleState, Diagnosis, Filter, NodeInfo, NominatedPods,
-    Nomination, PluginError, PodInfo, PostFilterInput, PostFilterOutcome, PreFilterOutcome,
-    PreScoreInput, Rejection, Snapshot, TieBreak, MAX_NODE_SCORE,
+    run_filters_with_nominated_pods, run_filters_with_nominations, Code, CycleState, Diagnosis,
+    Filter, NodeInfo, NominatedPods, Nomination, PluginError, PodInfo, PostFilterInput,
+    PostFilterOutcome, PreFilterOutcome, PreScoreInput, Rejection, Snapshot, TieBreak,
+    MAX_NODE_SCORE,
 };
 use crate::nominator::Nominator;
 use crate::plugins::dynamic_resources;
@@ -351,6 +352,7 @@ impl Algorithm {
             candidates,
             start,
             to_find,
+            nominated: state.get::<Arc<NominatedPods>>().map(|n| &**n),
         };
         let outcome = if filters.is_empty() {
             pass.without_filters()
@@ -615,6 +617,8 @@ struct FilterPass<'a> {
     candidates: &'a Candidates,
     start: usize,
     to_find: usize,
+    /// The state's nominated pods, looked up once for the pass.
+    nominated: Option<&'a NominatedPods>,
 }
 
 impl FilterPass<'_> {
@@ -625,7 +629,8 @@ impl FilterPass<'_> {
     }
 
     fn check(&self, i: usize) -> Option<Rejection> {
-        run_filters_with_nominated_pods(
+        run_filters_with_nominations(
+            self.nominated,
             self.filters,
             &self.profile.pre_filters,
             self.state,
@@ -889,14 +894,11 @@ fn prioritize_nodes(
         }
         if infos.len() > PARALLEL_SCORE_THRESHOLD {
             scores
-                .par_iter_mut()
-                .zip(infos.par_iter())
-                .with_min_len(PARALLEL_CHUNK)
-                .for_each(|(score, node)| *score = plugin.score(state, pod, node));
+                .par_chunks_mut(PARALLEL_CHUNK)
+                .zip(infos.par_chunks(PARALLEL_CHUNK))
+                .for_each(|(scores, nodes)| plugin.score_nodes(state, pod, nodes, scores));
         } else {
-            for (score, node) in scores.iter_mut().zip(&infos) {
-                *score = plugin.score(state, pod, node);
-            }
+            plugin.score_nodes(state, pod, &infos, &mut scores);
         }
         plugin.normalize(state, pod, &mut scores);
         for ((&score, total), node) in scores.iter().zip(totals.iter_mut()).zip(&infos) {
@@ -1488,6 +1490,7 @@ mod tests {
                 candidates: &candidates,
                 start: case.start,
                 to_find: case.to_find,
+                nominated: None,
             };
             let sequential = pass.sequential();
             let parallel = pass.parallel();

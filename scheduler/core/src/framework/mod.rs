@@ -26,7 +26,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-pub use nominated::{run_filters, run_filters_with_nominated_pods, NominatedPods};
+pub use nominated::{
+    run_filters, run_filters_with_nominated_pods, run_filters_with_nominations, NominatedPods,
+};
 pub use resources::Resources;
 pub use snapshot::{DisruptionBudget, ImageSpread, Snapshot};
 pub use types::{AffinityTerm, NodeInfo, PodInfo, SharedPod, WeightedAffinityTerm};
@@ -365,6 +367,22 @@ pub trait PreScore: Plugin {
 pub trait Score: Plugin {
     /// The raw score of one node.
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64;
+
+    /// The raw scores of `nodes`, into `scores` (as long as `nodes`), each equal to
+    /// [`Score::score`] of its node. The cycle scores through this, a slice at a time, so a
+    /// plugin may look its state up once per slice instead of once per node (default: one
+    /// [`Score::score`] per node).
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        scores: &mut [i64],
+    ) {
+        for (score, node) in scores.iter_mut().zip(nodes) {
+            *score = self.score(state, pod, node);
+        }
+    }
 
     /// Rescales the raw scores of all feasible nodes, in place (default: unchanged).
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [i64]) {}

@@ -83,7 +83,22 @@ pub fn run_filters_with_nominated_pods(
     node: &NodeInfo,
     snapshot: &Snapshot,
 ) -> Option<Rejection> {
-    let Some(nominated) = state.get::<Arc<NominatedPods>>() else {
+    let nominated = state.get::<Arc<NominatedPods>>().map(|n| &**n);
+    run_filters_with_nominations(nominated, filters, pre_filters, state, pod, node, snapshot)
+}
+
+/// [`run_filters_with_nominated_pods`] with the state's [`NominatedPods`] looked up by the
+/// caller: a filter pass looks it up once, not once per node.
+pub fn run_filters_with_nominations(
+    nominated: Option<&NominatedPods>,
+    filters: &[Arc<dyn Filter>],
+    pre_filters: &[Arc<dyn PreFilter>],
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+    snapshot: &Snapshot,
+) -> Option<Rejection> {
+    let Some(nominated) = nominated else {
         return run_filters(filters, state, pod, node);
     };
     if nominated.on(node.name()).next().is_none() {

@@ -6,9 +6,13 @@
 //! `score = 50 + floor((50 + S_after - S_before) / 2)`, in 50..=100 (75 when the balance does
 //! not change). Before 1.36 it was `S_after` alone.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
-use super::node_resources_fit::{default_resources, ResourceAllocation, ResourceSpec};
+use super::node_resources_fit::{
+    default_resources, ResourceAllocation, ResourceSpec, INLINE_RESOURCES,
+};
 use super::InvalidArgs;
 use crate::framework::{
     CycleState, NodeInfo, Plugin, PluginError, PodInfo, PreScore, PreScoreInput, Score,
@@ -63,10 +67,7 @@ impl BalancedAllocation {
         }
         Ok(BalancedAllocation {
             // Balance is judged on what pods actually request, not on the non-zero defaults.
-            allocation: ResourceAllocation {
-                resources,
-                use_requested: true,
-            },
+            allocation: ResourceAllocation::new(resources, true),
         })
     }
 }
@@ -74,29 +75,42 @@ impl BalancedAllocation {
 /// The balance of per-resource requested and allocatable amounts (resources with
 /// allocatable 0 are left out): fractions capped at 1, their population standard deviation
 /// (`|f1 - f2| / 2` for two), and `(1 - std) * 100`.
-pub fn balance(requested: impl Iterator<Item = i64> + Clone, allocatable: &[i64]) -> f64 {
-    // Computed in passes over an iterator rather than a collected Vec: this runs twice for
-    // every feasible node of every cycle.
-    let fractions = || {
-        requested
-            .clone()
-            .zip(allocatable)
-            .filter(|(_, &alloc)| alloc != 0)
-            .map(|(req, &alloc)| (req as f64 / alloc as f64).min(1.0))
-    };
-    let std = match fractions().count() {
-        0 | 1 => 0.0,
-        2 => {
-            let mut two = fractions();
-            let (a, b) = (
-                two.next().expect("two fractions"),
-                two.next().expect("two fractions"),
-            );
-            ((a - b) / 2.0).abs()
+pub fn balance(requested: impl Iterator<Item = i64>, allocatable: &[i64]) -> f64 {
+    // The fractions on the stack for up to INLINE_RESOURCES resources (kube's default is
+    // two): this runs twice for every feasible node of every cycle.
+    let mut inline = [0f64; INLINE_RESOURCES];
+    let mut spilled = Vec::new();
+    let mut n = 0;
+    for (req, &alloc) in requested.zip(allocatable) {
+        if alloc == 0 {
+            continue;
         }
-        n => {
-            let mean = fractions().sum::<f64>() / n as f64;
-            let variance = fractions().map(|f| (f - mean) * (f - mean)).sum::<f64>() / n as f64;
+        let fraction = (req as f64 / alloc as f64).min(1.0);
+        if n < INLINE_RESOURCES {
+            inline[n] = fraction;
+        } else {
+            if spilled.is_empty() {
+                spilled.extend_from_slice(&inline);
+            }
+            spilled.push(fraction);
+        }
+        n += 1;
+    }
+    let fractions = if n <= INLINE_RESOURCES {
+        &inline[..n]
+    } else {
+        &spilled[..]
+    };
+    let std = match *fractions {
+        [] | [_] => 0.0,
+        [a, b] => ((a - b) / 2.0).abs(),
+        _ => {
+            let mean = fractions.iter().sum::<f64>() / n as f64;
+            let variance = fractions
+                .iter()
+                .map(|f| (f - mean) * (f - mean))
+                .sum::<f64>()
+                / n as f64;
             variance.sqrt()
         }
     };
@@ -148,24 +162,46 @@ impl PreScore for BalancedAllocation {
     }
 }
 
-impl Score for BalancedAllocation {
-    /// 0 on every node for a pod that requests none of the resources (kube skips the plugin).
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
-        let computed;
-        let s = match state.get::<PreScoreState>() {
-            Some(s) => s,
-            None => {
-                computed = PreScoreState::new(&self.allocation, pod);
-                &computed
-            }
-        };
-        let Some(pod_requests) = &s.pod_requests else {
-            return 0;
-        };
+impl BalancedAllocation {
+    /// PreScore's state, or one computed now.
+    fn pre_score_state<'a>(&self, state: &'a CycleState, pod: &PodInfo) -> Cow<'a, PreScoreState> {
+        match state.get::<PreScoreState>() {
+            Some(s) => Cow::Borrowed(s),
+            None => Cow::Owned(PreScoreState::new(&self.allocation, pod)),
+        }
+    }
+
+    fn score_node(&self, pod_requests: &[i64], node: &NodeInfo) -> i64 {
         self.allocation
             .with_node_vectors(node, pod_requests, |requested, allocatable| {
                 balance_change_score(requested, allocatable, pod_requests)
             })
+    }
+}
+
+impl Score for BalancedAllocation {
+    /// 0 on every node for a pod that requests none of the resources (kube skips the plugin).
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        match &self.pre_score_state(state, pod).pod_requests {
+            Some(pod_requests) => self.score_node(pod_requests, node),
+            None => 0,
+        }
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        scores: &mut [i64],
+    ) {
+        let s = self.pre_score_state(state, pod);
+        for (score, node) in scores.iter_mut().zip(nodes) {
+            *score = match &s.pod_requests {
+                Some(pod_requests) => self.score_node(pod_requests, node),
+                None => 0,
+            };
+        }
     }
 }
 

@@ -89,9 +89,27 @@ impl Score for ImageLocality {
     /// kube's `sumImageScores` over the images the node has, then `calculatePriority`.
     /// Without PreScore's state (which needs the whole cluster) the node scores 0.
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> i64 {
-        let Some(s) = state.get::<PreScoreState>() else {
-            return 0;
-        };
+        state.get::<PreScoreState>().map_or(0, |s| s.score(node))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        scores: &mut [i64],
+    ) {
+        let s = state.get::<PreScoreState>();
+        for (score, node) in scores.iter_mut().zip(nodes) {
+            *score = s.map_or(0, |s| s.score(node));
+        }
+    }
+}
+
+impl PreScoreState {
+    /// The node's score for the pod of this state.
+    fn score(&self, node: &NodeInfo) -> i64 {
+        let s = self;
         let has = |name: &str| {
             node.node
                 .status

@@ -145,6 +145,26 @@ impl Score for TaintToleration {
         }
     }
 
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        scores: &mut [i64],
+    ) {
+        let computed;
+        let s = match state.get::<PreScoreState>() {
+            Some(s) => s,
+            None => {
+                computed = PreScoreState::new(pod);
+                &computed
+            }
+        };
+        for (score, node) in scores.iter_mut().zip(nodes) {
+            *score = s.count_untolerated(node);
+        }
+    }
+
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [i64]) {
         default_normalize_score(MAX_NODE_SCORE, true, scores);
     }

@@ -193,7 +193,8 @@ pub(crate) fn check_typed_args<A, P>(
 }
 
 /// Runs `plugin`'s PreScore over `feasible`, then scores each of them: the raw scores and,
-/// after `normalize`, the final ones, in `feasible`'s order.
+/// after `normalize`, the final ones, in `feasible`'s order. Checks that
+/// [`Score::score_nodes`] gives the same raw scores as [`Score::score`] node by node.
 pub(crate) fn scores<P: PreScore + Score>(
     plugin: &P,
     pod: &PodInfo,
@@ -211,6 +212,10 @@ pub(crate) fn scores<P: PreScore + Score>(
         .iter()
         .map(|n| plugin.score(&state, pod, n))
         .collect();
+    // The cycle scores a slice of nodes at a time: it must give what one node at a time gives.
+    let mut batch = vec![i64::MIN; feasible.len()];
+    plugin.score_nodes(&state, pod, feasible, &mut batch);
+    assert_eq!(batch, raw, "score_nodes differs from score per node");
     let mut normalized = raw.clone();
     plugin.normalize(&state, pod, &mut normalized);
     Ok((raw, normalized))
