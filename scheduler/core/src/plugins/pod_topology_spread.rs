@@ -10,7 +10,7 @@
 //! passes the constraint's node inclusion policies (nodeAffinityPolicy, default Honor;
 //! nodeTaintsPolicy, default Ignore).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use berth_model::model::{
@@ -25,6 +25,7 @@ use super::node_affinity::{required_node_selector, RequiredNodeAffinity};
 use super::taint_toleration::{find_untolerated_taint, is_do_not_schedule};
 use super::InvalidArgs;
 use crate::framework::cache::IncrementalCache;
+use crate::framework::hash::FastHashMap;
 use crate::framework::{
     CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter, PreFilterOutcome,
     PreScore, PreScoreInput, Rejection, Score, Snapshot, MAX_NODE_SCORE,
@@ -297,7 +298,19 @@ fn has_all_keys(labels: &StringMap, constraints: &[Constraint]) -> bool {
         .all(|c| labels.contains_key(&c.topology_key))
 }
 
-/// What PreFilter computes for Filter.
+/// Matching pods per topology domain (the value of the constraint's key), hashed with the
+/// fast hasher: Filter looks a node's domain up here on every node it visits.
+type DomainCounts = FastHashMap<String, i64>;
+
+/// What Filter reads: the (cached) counts, and what the incoming pod adds to its own domain
+/// per constraint (1 when it matches the constraint's selector), computed once per cycle.
+#[derive(Clone, Debug)]
+struct FilterState {
+    counts: Arc<PreFilterState>,
+    self_match: Vec<i64>,
+}
+
+/// What PreFilter computes for Filter (cached across cycles for pods of one key).
 #[derive(Clone, Debug)]
 struct PreFilterState {
     /// The pod's DoNotSchedule constraints.
@@ -306,7 +319,7 @@ struct PreFilterState {
     required_node_affinity: RequiredNodeAffinity,
     /// Per constraint: matching pods per eligible domain (a domain with none is present
     /// with 0).
-    counts: Vec<HashMap<String, i64>>,
+    counts: Vec<DomainCounts>,
     /// Per constraint: the smallest count of `counts` (0 when there is no domain).
     min_counts: Vec<i64>,
 }
@@ -371,7 +384,7 @@ impl PreFilter for PodTopologySpread {
         };
         let compute = || {
             let namespace = &pod.pod.metadata.namespace;
-            let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+            let mut counts: Vec<DomainCounts> = vec![DomainCounts::default(); constraints.len()];
             for node in snapshot.nodes() {
                 let labels = node.labels();
                 if !has_all_keys(labels, &constraints) {
@@ -402,7 +415,15 @@ impl PreFilter for PodTopologySpread {
             .get(snapshot, key, compute, |s, change, node| {
                 s.update(&pod.pod, &change.pod.pod, &node.node, change.delta)
             });
-        state.insert(cached);
+        let self_match = cached
+            .constraints
+            .iter()
+            .map(|c| i64::from(c.self_match(&pod.pod)))
+            .collect();
+        state.insert(FilterState {
+            counts: cached,
+            self_match,
+        });
         Ok(PreFilterOutcome::AllNodes)
     }
 
@@ -414,8 +435,8 @@ impl PreFilter for PodTopologySpread {
         node: &NodeInfo,
         _snapshot: &Snapshot,
     ) {
-        if let Some(s) = state.get_mut::<Arc<PreFilterState>>() {
-            Arc::make_mut(s).update(&pod.pod, &added.pod, &node.node, 1);
+        if let Some(s) = state.get_mut::<FilterState>() {
+            Arc::make_mut(&mut s.counts).update(&pod.pod, &added.pod, &node.node, 1);
         }
     }
 
@@ -427,15 +448,19 @@ impl PreFilter for PodTopologySpread {
         node: &NodeInfo,
         _snapshot: &Snapshot,
     ) {
-        if let Some(s) = state.get_mut::<Arc<PreFilterState>>() {
-            Arc::make_mut(s).update(&pod.pod, &removed.pod, &node.node, -1);
+        if let Some(s) = state.get_mut::<FilterState>() {
+            Arc::make_mut(&mut s.counts).update(&pod.pod, &removed.pod, &node.node, -1);
         }
     }
 }
 
 impl Filter for PodTopologySpread {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Fit {
-        let Some(s) = state.get::<Arc<PreFilterState>>() else {
+        let Some(FilterState {
+            counts: s,
+            self_match,
+        }) = state.get::<FilterState>()
+        else {
             return Fit::Yes;
         };
         for (i, c) in s.constraints.iter().enumerate() {
@@ -443,7 +468,7 @@ impl Filter for PodTopologySpread {
                 return Fit::No(Rejection::unresolvable(NAME, REASON_NODE_LABEL_NOT_MATCH));
             };
             let count = s.counts[i].get(value).copied().unwrap_or(0);
-            let skew = count + i64::from(c.self_match(&pod.pod)) - s.global_min(i);
+            let skew = count + self_match[i] - s.global_min(i);
             if skew > c.max_skew {
                 tracing::trace!(
                     pod = %pod.key(),
@@ -470,7 +495,7 @@ struct PreScoreState {
     ignored_nodes: HashSet<String>,
     /// Per constraint: matching pods per domain of a feasible node (hostname constraints
     /// are counted per node at Score instead).
-    counts: Vec<HashMap<String, i64>>,
+    counts: Vec<DomainCounts>,
     /// Per constraint: ln(number of domains + 2), so that counts in a topology with few
     /// domains weigh more than in one with many.
     weights: Vec<f64>,
@@ -497,7 +522,7 @@ impl PreScore for PodTopologySpread {
         let require_all_keys =
             !pod.pod.spec.topology_spread_constraints.is_empty() || !self.system_defaulted;
         let mut ignored_nodes = HashSet::new();
-        let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+        let mut counts: Vec<DomainCounts> = vec![DomainCounts::default(); constraints.len()];
         for node in feasible {
             let labels = node.labels();
             if require_all_keys && !has_all_keys(labels, &constraints) {
