@@ -117,15 +117,32 @@ pub fn balance(requested: impl Iterator<Item = i64>, allocatable: &[i64]) -> f64
     (1.0 - std) * MAX_NODE_SCORE as f64
 }
 
+/// [`balance`] of two resources, both with allocatable > 0.
+fn balance_of_two(r0: i64, r1: i64, a0: i64, a1: i64) -> f64 {
+    let f0 = (r0 as f64 / a0 as f64).min(1.0);
+    let f1 = (r1 as f64 / a1 as f64).min(1.0);
+    (1.0 - ((f0 - f1) / 2.0).abs()) * MAX_NODE_SCORE as f64
+}
+
 /// kube's (1.36) balanced score: how much placing the pod, whose requests are
 /// `pod_requests`, changes the node's [`balance`]; `requested` already includes the pod.
 /// `50 + floor((50 + after - before) / 2)`, kept within 0..=100.
 pub fn balance_change_score(requested: &[i64], allocatable: &[i64], pod_requests: &[i64]) -> i64 {
-    let after = balance(requested.iter().copied(), allocatable);
-    let before = balance(
-        requested.iter().zip(pod_requests).map(|(r, p)| r - p),
-        allocatable,
-    );
+    let (after, before) = match (requested, allocatable, pod_requests) {
+        // kube's default, cpu and memory on a node that has both: the two balances directly,
+        // with the arithmetic of `balance` for two fractions (tested equal to it).
+        (&[r0, r1], &[a0, a1], &[p0, p1]) if a0 != 0 && a1 != 0 => (
+            balance_of_two(r0, r1, a0, a1),
+            balance_of_two(r0 - p0, r1 - p1, a0, a1),
+        ),
+        _ => (
+            balance(requested.iter().copied(), allocatable),
+            balance(
+                requested.iter().zip(pod_requests).map(|(r, p)| r - p),
+                allocatable,
+            ),
+        ),
+    };
     let half = MAX_NODE_SCORE as f64 / 2.0;
     let score = half + ((half + after - before) / 2.0).floor();
     (score as i64).clamp(0, MAX_NODE_SCORE)
@@ -214,6 +231,50 @@ mod tests {
 
     fn node_4cpu_8gi() -> NodeBuilder {
         NodeBuilder::new("n1").cpu_millis(4000).memory_mib(8192)
+    }
+
+    #[test]
+    fn two_resources_fast_path_equals_the_general_balance() {
+        let gib = 1i64 << 30;
+        let allocs = [
+            (4000, 32 * gib),
+            (1, 1),
+            (3999, 7 * gib + 3),
+            (128_000, gib),
+        ];
+        let amounts = [
+            0,
+            1,
+            100,
+            999,
+            2000,
+            3999,
+            4000,
+            5000,
+            300 << 20,
+            32 * gib,
+            40 * gib,
+        ];
+        for &(a0, a1) in &allocs {
+            for &r0 in &amounts {
+                for &r1 in &amounts {
+                    for &(p0, p1) in &[(0, 0), (100, 500 << 20), (r0, r1), (1, 0)] {
+                        let (req, alloc, pod) = ([r0, r1], [a0, a1], [p0, p1]);
+                        let after = balance(req.iter().copied(), &alloc);
+                        let before = balance(req.iter().zip(&pod).map(|(r, p)| r - p), &alloc);
+                        assert_eq!(after.to_bits(), balance_of_two(r0, r1, a0, a1).to_bits());
+                        assert_eq!(
+                            before.to_bits(),
+                            balance_of_two(r0 - p0, r1 - p1, a0, a1).to_bits()
+                        );
+                        let half = MAX_NODE_SCORE as f64 / 2.0;
+                        let want = ((half + ((half + after - before) / 2.0).floor()) as i64)
+                            .clamp(0, MAX_NODE_SCORE);
+                        assert_eq!(balance_change_score(&req, &alloc, &pod), want);
+                    }
+                }
+            }
+        }
     }
 
     #[test]
