@@ -34,19 +34,28 @@ pub struct NodeSpec {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
     /// Accepted and ignored.
-    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    #[serde(rename = "podCIDR", skip_serializing_if = "crate::model::skip_ignored")]
     pub pod_cidr: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    #[serde(
+        rename = "podCIDRs",
+        skip_serializing_if = "crate::model::skip_ignored"
+    )]
     pub pod_cidrs: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    #[serde(
+        rename = "providerID",
+        skip_serializing_if = "crate::model::skip_ignored"
+    )]
     pub provider_id: Ignored,
     /// Accepted and ignored.
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub config_source: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    #[serde(
+        rename = "externalID",
+        skip_serializing_if = "crate::model::skip_ignored"
+    )]
     pub external_id: Ignored,
 }
 

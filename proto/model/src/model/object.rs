@@ -689,4 +689,69 @@ mod tests {
             "{err}"
         );
     }
+
+    /// Fields whose JSON names keep kube's capitalised acronyms (`hostPID`, `podCIDR`, ...)
+    /// rather than the camelCase of their Rust names, as kube writes them; a manifest
+    /// spelling them another way is refused as an unknown field, as kube's strict decoding does.
+    #[test]
+    fn acronym_fields_take_kubes_spelling() {
+        let decode =
+            |kind: Kind, v: serde_json::Value| Object::from_json(kind, v.to_string().as_bytes());
+        let pod = decode(
+            Kind::Pod,
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c", "image": "i",
+                                         "ports": [{"containerPort": 80, "hostIP": "10.0.0.1"}]}],
+                         "hostPID": true, "hostIPC": true, "setHostnameAsFQDN": true},
+                "status": {"hostIP": "10.0.0.2", "hostIPs": [{"ip": "10.0.0.2"}],
+                           "podIP": "10.1.0.1", "podIPs": [{"ip": "10.1.0.1"}]}
+            }),
+        )
+        .expect("a pod with kube's field names decodes");
+        let Object::Pod(pod) = pod else {
+            panic!("not a pod")
+        };
+        assert_eq!(pod.status.host_ip, "10.0.0.2");
+        assert_eq!(pod.spec.containers[0].ports[0].host_ip, "10.0.0.1");
+        let written = serde_json::to_value(&pod).unwrap();
+        assert_eq!(written["status"]["hostIP"], "10.0.0.2", "{written}");
+        // What older builds stored.
+        let stored: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"}, "spec": {"containers": []}, "status": {"hostIp": "10.0.0.3"}
+        }))
+        .expect("the earlier spelling of status.hostIP still reads");
+        assert_eq!(stored.status.host_ip, "10.0.0.3");
+
+        let node = decode(
+            Kind::Node,
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+                "spec": {"podCIDR": "10.244.0.0/24", "podCIDRs": ["10.244.0.0/24"],
+                         "providerID": "aws:///i-1", "externalID": "i-1"}
+            }),
+        )
+        .expect("a node with kube's field names decodes");
+        assert!(matches!(node, Object::Node(_)));
+        for (kind, field) in [
+            (Kind::Pod, "hostPid"),
+            (Kind::Node, "podCidr"),
+            (Kind::Node, "providerId"),
+        ] {
+            let spec = if kind == Kind::Pod {
+                serde_json::json!({"containers": [], field: true})
+            } else {
+                serde_json::json!({field: "x"})
+            };
+            let err = decode(kind, serde_json::json!({
+                "apiVersion": "v1", "kind": kind.as_str(), "metadata": {"name": "x"}, "spec": spec
+            }))
+            .expect_err(field);
+            assert!(
+                err.to_string()
+                    .contains(&format!("unknown field `{field}`")),
+                "{err}"
+            );
+        }
+    }
 }

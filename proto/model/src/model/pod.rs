@@ -163,10 +163,10 @@ pub struct PodSpec {
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub host_network: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    #[serde(rename = "hostPID", skip_serializing_if = "crate::model::skip_ignored")]
     pub host_pid: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    #[serde(rename = "hostIPC", skip_serializing_if = "crate::model::skip_ignored")]
     pub host_ipc: Ignored,
     /// Accepted and ignored.
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
@@ -199,7 +199,10 @@ pub struct PodSpec {
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub host_users: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    #[serde(
+        rename = "setHostnameAsFQDN",
+        skip_serializing_if = "crate::model::skip_ignored"
+    )]
     pub set_hostname_as_fqdn: Ignored,
 }
 
@@ -474,7 +477,11 @@ pub struct PodStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Time>,
     /// Address of the node.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "hostIP",
+        alias = "hostIp",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub host_ip: String,
     /// Containers' status.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -483,10 +490,10 @@ pub struct PodStatus {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resource_claim_statuses: Vec<PodResourceClaimStatus>,
     /// Accepted and ignored.
-    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    #[serde(rename = "podIP", skip_serializing_if = "crate::model::skip_ignored")]
     pub pod_ip: Ignored,
     /// Accepted and ignored.
-    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    #[serde(rename = "podIPs", skip_serializing_if = "crate::model::skip_ignored")]
     pub pod_ips: Ignored,
     /// Accepted and ignored.
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
