@@ -18,10 +18,9 @@ use std::collections::{BTreeMap, HashSet};
 use tracing::field::Empty;
 
 use crate::framework::{
-    run_filters_with_nominated_pods, run_filters_with_nominations, Code, CycleState, Diagnosis,
-    Filter, NodeInfo, NominatedPods, Nomination, PluginError, PodInfo, PostFilterInput,
-    PostFilterOutcome, PreFilterOutcome, PreScoreInput, Rejection, Snapshot, TieBreak,
-    MAX_NODE_SCORE,
+    run_filters_with_nominated_pods, Code, CycleState, Diagnosis, Filter, NodeInfo, NominatedPods,
+    Nomination, PluginError, PodInfo, PostFilterInput, PostFilterOutcome, PreFilterOutcome,
+    PreScoreInput, Rejection, Snapshot, TieBreak, MAX_NODE_SCORE,
 };
 use crate::nominator::Nominator;
 use crate::plugins::dynamic_resources;
@@ -352,7 +351,7 @@ impl Algorithm {
             candidates,
             start,
             to_find,
-            nominated: state.get::<Arc<NominatedPods>>().map(|n| &**n),
+            nominated: NominatedPods::of(state),
         };
         let outcome = if filters.is_empty() {
             pass.without_filters()
@@ -588,6 +587,7 @@ fn evaluate_nominated_node(
     }
     let index = snapshot.node_index(name)?;
     run_filters_with_nominated_pods(
+        NominatedPods::of(state),
         &state.filters_to_run(&profile.filters),
         &profile.pre_filters,
         state,
@@ -629,7 +629,7 @@ impl FilterPass<'_> {
     }
 
     fn check(&self, i: usize) -> Option<Rejection> {
-        run_filters_with_nominations(
+        run_filters_with_nominated_pods(
             self.nominated,
             self.filters,
             &self.profile.pre_filters,
@@ -1081,7 +1081,7 @@ mod tests {
             if (self.rejects)(index_of(node)) {
                 Fit::No(Rejection {
                     plugin: self.name,
-                    reasons: vec![self.reason.into()],
+                    reasons: crate::framework::Reasons::One(self.reason.into()),
                     code: self.code,
                 })
             } else {
@@ -1964,7 +1964,7 @@ mod tests {
                 panic!("{}: {result:?}", case.name);
             };
             let rejection = diagnosis.pre_filter_rejection.as_ref().expect(case.name);
-            assert_eq!(rejection.reasons, vec![case.want_reason], "{}", case.name);
+            assert_eq!(*rejection.reasons, [case.want_reason], "{}", case.name);
             assert_eq!(rejection.plugin, case.want_plugin, "{}", case.name);
             assert!(
                 diagnosis.unschedulable_plugins.contains(case.want_plugin),

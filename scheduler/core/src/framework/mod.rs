@@ -26,9 +26,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-pub use nominated::{
-    run_filters, run_filters_with_nominated_pods, run_filters_with_nominations, NominatedPods,
-};
+pub use nominated::{run_filters, run_filters_with_nominated_pods, NominatedPods};
 pub use resources::Resources;
 pub use snapshot::{DisruptionBudget, ImageSpread, Snapshot};
 pub use types::{AffinityTerm, NodeInfo, PodInfo, SharedPod, WeightedAffinityTerm};
@@ -166,41 +164,242 @@ pub enum Code {
     Error,
 }
 
+/// One reason of a [`Rejection`]: one of kube's fixed strings, or a string built once and
+/// shared (cloning either allocates nothing, so a filter pass that rejects thousands of
+/// nodes for the same reason does not copy it per node). Compared and hashed by its text,
+/// however held.
+#[derive(Clone)]
+pub enum Reason {
+    /// A fixed string (`Insufficient cpu`).
+    Static(&'static str),
+    /// A string made at run time (`Insufficient example.com/gpu`), shared.
+    Shared(Arc<str>),
+}
+
+impl Reason {
+    /// The reason's text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Reason::Static(s) => s,
+            Reason::Shared(s) => s,
+        }
+    }
+}
+
+impl std::ops::Deref for Reason {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Reason {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for Reason {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq for Reason {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Reason {}
+
+impl PartialOrd for Reason {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Reason {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl std::hash::Hash for Reason {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl PartialEq<str> for Reason {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Reason {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl From<&'static str> for Reason {
+    fn from(s: &'static str) -> Self {
+        Reason::Static(s)
+    }
+}
+
+impl From<String> for Reason {
+    fn from(s: String) -> Self {
+        Reason::Shared(s.into())
+    }
+}
+
+impl From<Arc<str>> for Reason {
+    fn from(s: Arc<str>) -> Self {
+        Reason::Shared(s)
+    }
+}
+
+impl From<Cow<'static, str>> for Reason {
+    fn from(s: Cow<'static, str>) -> Self {
+        match s {
+            Cow::Borrowed(s) => Reason::Static(s),
+            Cow::Owned(s) => s.into(),
+        }
+    }
+}
+
+/// The reasons of a [`Rejection`], in order; read as a slice. Nearly every rejection has
+/// one reason, which is held inline: rejecting a node allocates nothing.
+#[derive(Clone)]
+pub enum Reasons {
+    /// Exactly one reason.
+    One(Reason),
+    /// Any number (none, or more than one).
+    Many(Vec<Reason>),
+}
+
+impl Reasons {
+    /// Appends a reason.
+    pub fn push(&mut self, reason: Reason) {
+        match self {
+            Reasons::Many(v) if v.is_empty() => *self = Reasons::One(reason),
+            Reasons::Many(v) => v.push(reason),
+            Reasons::One(_) => {
+                let Reasons::One(first) = std::mem::take(self) else {
+                    unreachable!("matched One")
+                };
+                *self = Reasons::Many(vec![first, reason]);
+            }
+        }
+    }
+}
+
+impl Default for Reasons {
+    fn default() -> Self {
+        Reasons::Many(Vec::new())
+    }
+}
+
+impl std::ops::Deref for Reasons {
+    type Target = [Reason];
+
+    fn deref(&self) -> &[Reason] {
+        match self {
+            Reasons::One(r) => std::slice::from_ref(r),
+            Reasons::Many(v) => v,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Reasons {
+    type Item = &'a Reason;
+    type IntoIter = std::slice::Iter<'a, Reason>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl PartialEq for Reasons {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Reasons {}
+
+impl fmt::Debug for Reasons {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<R: Into<Reason>> FromIterator<R> for Reasons {
+    fn from_iter<I: IntoIterator<Item = R>>(iter: I) -> Self {
+        let mut out = Reasons::default();
+        for r in iter {
+            out.push(r.into());
+        }
+        out
+    }
+}
+
+impl<R: Into<Reason>> From<Vec<R>> for Reasons {
+    fn from(v: Vec<R>) -> Self {
+        v.into_iter().collect()
+    }
+}
+
 /// Why a node (or, from PreFilter, every node) cannot take the pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejection {
     /// The plugin that rejected.
     pub plugin: &'static str,
     /// kube's reason strings (`Insufficient cpu`, `node(s) didn't match Pod's node affinity/selector`).
-    pub reasons: Vec<Cow<'static, str>>,
+    pub reasons: Reasons,
     /// Whether preemption may help.
     pub code: Code,
 }
 
 impl Rejection {
     /// A rejection that eviction may resolve.
-    pub fn unschedulable(plugin: &'static str, reason: impl Into<Cow<'static, str>>) -> Self {
+    pub fn unschedulable(plugin: &'static str, reason: impl Into<Reason>) -> Self {
         Rejection {
             plugin,
-            reasons: vec![reason.into()],
+            reasons: Reasons::One(reason.into()),
             code: Code::Unschedulable,
         }
     }
 
     /// A filter's failure (kube's Error status): the cycle ends with it.
-    pub fn error(plugin: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
+    pub fn error(plugin: &'static str, message: impl Into<Reason>) -> Self {
         Rejection {
             plugin,
-            reasons: vec![message.into()],
+            reasons: Reasons::One(message.into()),
             code: Code::Error,
         }
     }
 
     /// A rejection that no eviction can resolve.
-    pub fn unresolvable(plugin: &'static str, reason: impl Into<Cow<'static, str>>) -> Self {
+    pub fn unresolvable(plugin: &'static str, reason: impl Into<Reason>) -> Self {
         Rejection {
             plugin,
-            reasons: vec![reason.into()],
+            reasons: Reasons::One(reason.into()),
             code: Code::UnschedulableAndUnresolvable,
         }
     }

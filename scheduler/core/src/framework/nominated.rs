@@ -43,6 +43,11 @@ impl NominatedPods {
             .filter(|p| p.priority >= self.priority && p.uid() != self.uid)
     }
 
+    /// The nominated pods of `state`'s cycle, if the cycle has any.
+    pub fn of(state: &CycleState) -> Option<&NominatedPods> {
+        state.get::<Arc<NominatedPods>>().map(|n| &**n)
+    }
+
     /// Whether any node holds a nominated pod that counts.
     pub fn is_empty(&self) -> bool {
         self.by_node
@@ -69,27 +74,14 @@ pub fn run_filters(
 }
 
 /// kube's RunFilterPluginsWithNominatedPods. When pods of equal or higher priority are
-/// nominated to `node` (see [`NominatedPods`] in `state`), the filters run twice: first on a
-/// copy of the node with those pods added (and the PreFilter state told of them through
-/// [`PreFilter::add_pod`]), then on the node as it is; the node passes only if both pass.
-/// The first pass keeps the room a preemption freed for its preemptor; the second keeps a
-/// nominated pod that the incoming pod needs (inter-pod affinity) from counting as if it
-/// were already running.
+/// nominated to `node` (`nominated`, the [`NominatedPods`] of the cycle's state, which a
+/// filter pass looks up once with [`NominatedPods::of`], not once per node), the filters run
+/// twice: first on a copy of the node with those pods added (and the PreFilter state told of
+/// them through [`PreFilter::add_pod`]), then on the node as it is; the node passes only if
+/// both pass. The first pass keeps the room a preemption freed for its preemptor; the second
+/// keeps a nominated pod that the incoming pod needs (inter-pod affinity) from counting as if
+/// it were already running.
 pub fn run_filters_with_nominated_pods(
-    filters: &[Arc<dyn Filter>],
-    pre_filters: &[Arc<dyn PreFilter>],
-    state: &CycleState,
-    pod: &PodInfo,
-    node: &NodeInfo,
-    snapshot: &Snapshot,
-) -> Option<Rejection> {
-    let nominated = state.get::<Arc<NominatedPods>>().map(|n| &**n);
-    run_filters_with_nominations(nominated, filters, pre_filters, state, pod, node, snapshot)
-}
-
-/// [`run_filters_with_nominated_pods`] with the state's [`NominatedPods`] looked up by the
-/// caller: a filter pass looks it up once, not once per node.
-pub fn run_filters_with_nominations(
     nominated: Option<&NominatedPods>,
     filters: &[Arc<dyn Filter>],
     pre_filters: &[Arc<dyn PreFilter>],

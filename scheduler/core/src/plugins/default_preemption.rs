@@ -36,8 +36,8 @@ use super::InvalidArgs;
 use crate::framework::hash::FastHasher;
 use crate::framework::{
     run_filters_with_nominated_pods, Code, CycleState, Diagnosis, DisruptionBudget, Filter,
-    NodeInfo, Nomination, Plugin, PodInfo, PostFilter, PostFilterInput, PostFilterOutcome, Profile,
-    Rejection, Snapshot, Victim,
+    NodeInfo, NominatedPods, Nomination, Plugin, PodInfo, PostFilter, PostFilterInput,
+    PostFilterOutcome, Profile, Rejection, Snapshot, Victim,
 };
 
 /// kube-scheduler's name for the plugin.
@@ -557,6 +557,7 @@ impl DryRun<'_> {
     /// there counted), or None when it fits.
     fn run_filters(&self, node: &NodeInfo) -> Option<Rejection> {
         run_filters_with_nominated_pods(
+            NominatedPods::of(&self.state),
             &self.filters,
             &self.profile.pre_filters,
             &self.state,
@@ -1358,7 +1359,7 @@ mod tests {
             let snap = snapshot(&infos);
             let rejection = |code| Rejection {
                 plugin: "Fake",
-                reasons: vec!["fake reason".into()],
+                reasons: crate::framework::Reasons::One("fake reason".into()),
                 code,
             };
             let diagnosis = Diagnosis {

@@ -12,8 +12,8 @@ use super::InvalidArgs;
 use crate::framework::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::framework::{
     Code, CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter,
-    PreFilterOutcome, PreScore, PreScoreInput, Rejection, Resources, Score, Snapshot,
-    MAX_NODE_SCORE,
+    PreFilterOutcome, PreScore, PreScoreInput, Reason, Reasons, Rejection, Resources, Score,
+    Snapshot, MAX_NODE_SCORE,
 };
 
 /// kube-scheduler's name for the plugin.
@@ -166,7 +166,7 @@ pub struct InsufficientResource {
     /// Resource name (`pods`, `cpu`, `example.com/gpu`).
     pub resource: String,
     /// kube's reason string (`Insufficient cpu`, `Too many pods`).
-    pub reason: Cow<'static, str>,
+    pub reason: Reason,
     /// What the pod asks for (1 for pods).
     pub requested: i64,
     /// What the node's pods already use.
@@ -186,11 +186,12 @@ pub fn insufficient_resources(
     ignored: &BTreeSet<String>,
     ignored_groups: &BTreeSet<String>,
 ) -> Vec<InsufficientResource> {
+    let checked = CheckedRequest::new(request, ignored, ignored_groups);
     let mut out = Vec::new();
-    for_each_insufficient(request, node, ignored, ignored_groups, |m| {
+    for_each_insufficient(&checked, node, |m| {
         out.push(InsufficientResource {
             resource: m.resource.to_string(),
-            reason: m.reason,
+            reason: m.reason.clone(),
             requested: m.requested,
             used: m.used,
             capacity: m.capacity,
@@ -201,24 +202,84 @@ pub fn insufficient_resources(
 }
 
 /// One resource short, as [`for_each_insufficient`] reports it: [`InsufficientResource`]
-/// with the resource's name borrowed.
+/// with the resource's name and reason borrowed.
 struct Shortfall<'a> {
     resource: &'a str,
-    reason: Cow<'static, str>,
+    reason: &'a Reason,
     requested: i64,
     used: i64,
     capacity: i64,
     unresolvable: bool,
 }
 
+/// A scalar resource of a request that fitting checks, with its reason made once.
+#[derive(Clone, Debug)]
+struct CheckedScalar {
+    name: String,
+    want: i64,
+    /// `Insufficient <name>`, shared by every node that lacks it.
+    reason: Reason,
+}
+
+/// A pod's request as fitting checks it: the fixed resources, and the scalar resources
+/// that count (nonzero, scalar, not ignored) with their reasons, worked out once per cycle
+/// instead of once per node.
+#[derive(Clone, Debug)]
+struct CheckedRequest {
+    milli_cpu: i64,
+    memory: i64,
+    ephemeral_storage: i64,
+    scalars: Vec<CheckedScalar>,
+}
+
+impl CheckedRequest {
+    fn new(
+        request: &Resources,
+        ignored: &BTreeSet<String>,
+        ignored_groups: &BTreeSet<String>,
+    ) -> Self {
+        let scalars = request
+            .scalar
+            .iter()
+            .filter(|(name, want)| {
+                if *want == 0 || !is_scalar_resource_name(name) {
+                    return false;
+                }
+                if is_extended_resource_name(name) {
+                    let group = name.split('/').next().unwrap_or_default();
+                    if ignored.contains(name) || ignored_groups.contains(group) {
+                        return false;
+                    }
+                }
+                true
+            })
+            .map(|(name, want)| CheckedScalar {
+                name: name.clone(),
+                want: *want,
+                reason: format!("{REASON_INSUFFICIENT_PREFIX}{name}").into(),
+            })
+            .collect();
+        CheckedRequest {
+            milli_cpu: request.milli_cpu,
+            memory: request.memory,
+            ephemeral_storage: request.ephemeral_storage,
+            scalars,
+        }
+    }
+}
+
+static REASON_TOO_MANY_PODS_R: Reason = Reason::Static(REASON_TOO_MANY_PODS);
+static REASON_INSUFFICIENT_CPU_R: Reason = Reason::Static(REASON_INSUFFICIENT_CPU);
+static REASON_INSUFFICIENT_MEMORY_R: Reason = Reason::Static(REASON_INSUFFICIENT_MEMORY);
+static REASON_INSUFFICIENT_EPHEMERAL_STORAGE_R: Reason =
+    Reason::Static(REASON_INSUFFICIENT_EPHEMERAL_STORAGE);
+
 /// [`insufficient_resources`], handing each resource short to `f` in kube's order instead
 /// of collecting them: the Filter builds its reasons from them without an intermediate
-/// list (the filter runs on every node in every cycle).
+/// list, and without making a string (the filter runs on every node in every cycle).
 fn for_each_insufficient<'a>(
-    request: &'a Resources,
+    request: &'a CheckedRequest,
     node: &NodeInfo,
-    ignored: &BTreeSet<String>,
-    ignored_groups: &BTreeSet<String>,
     mut f: impl FnMut(Shortfall<'a>),
 ) {
     let allocatable = &node.allocatable;
@@ -227,22 +288,18 @@ fn for_each_insufficient<'a>(
     if pods_on_node + 1 > allocatable.allowed_pods {
         f(Shortfall {
             resource: PODS,
-            reason: Cow::Borrowed(REASON_TOO_MANY_PODS),
+            reason: &REASON_TOO_MANY_PODS_R,
             requested: 1,
             used: pods_on_node,
             capacity: allocatable.allowed_pods,
             unresolvable: false,
         });
     }
-    let mut check = |resource: &'a str,
-                     reason: &dyn Fn() -> Cow<'static, str>,
-                     want: i64,
-                     used: i64,
-                     cap: i64| {
+    let mut check = |resource: &'a str, reason: &'a Reason, want: i64, used: i64, cap: i64| {
         if want > 0 && want > cap - used {
             f(Shortfall {
                 resource,
-                reason: reason(),
+                reason,
                 requested: want,
                 used,
                 capacity: cap,
@@ -252,41 +309,32 @@ fn for_each_insufficient<'a>(
     };
     check(
         CPU,
-        &|| Cow::Borrowed(REASON_INSUFFICIENT_CPU),
+        &REASON_INSUFFICIENT_CPU_R,
         request.milli_cpu,
         requested.milli_cpu,
         allocatable.milli_cpu,
     );
     check(
         MEMORY,
-        &|| Cow::Borrowed(REASON_INSUFFICIENT_MEMORY),
+        &REASON_INSUFFICIENT_MEMORY_R,
         request.memory,
         requested.memory,
         allocatable.memory,
     );
     check(
         EPHEMERAL_STORAGE,
-        &|| Cow::Borrowed(REASON_INSUFFICIENT_EPHEMERAL_STORAGE),
+        &REASON_INSUFFICIENT_EPHEMERAL_STORAGE_R,
         request.ephemeral_storage,
         requested.ephemeral_storage,
         allocatable.ephemeral_storage,
     );
-    for (name, want) in &request.scalar {
-        if *want == 0 || !is_scalar_resource_name(name) {
-            continue;
-        }
-        if is_extended_resource_name(name) {
-            let group = name.split('/').next().unwrap_or_default();
-            if ignored.contains(name) || ignored_groups.contains(group) {
-                continue;
-            }
-        }
+    for scalar in &request.scalars {
         check(
-            name,
-            &|| Cow::Owned(format!("{REASON_INSUFFICIENT_PREFIX}{name}")),
-            *want,
-            requested.scalar(name),
-            allocatable.scalar(name),
+            &scalar.name,
+            &scalar.reason,
+            scalar.want,
+            requested.scalar(&scalar.name),
+            allocatable.scalar(&scalar.name),
         );
     }
 }
@@ -713,10 +761,10 @@ fn requested_to_capacity_ratio_score(
     }
 }
 
-/// The pod's effective request, computed once in PreFilter.
+/// The pod's effective request as fitting checks it, worked out once in PreFilter.
 #[derive(Clone)]
 struct PreFilterState {
-    request: Resources,
+    request: CheckedRequest,
 }
 
 /// The pod's request of each scored resource, computed once in PreScore.
@@ -739,7 +787,11 @@ impl PreFilter for NodeResourcesFit {
         _snapshot: &Snapshot,
     ) -> Result<PreFilterOutcome, PluginError> {
         state.insert(PreFilterState {
-            request: pod.requests.clone(),
+            request: CheckedRequest::new(
+                &pod.requests,
+                &self.ignored_resources,
+                &self.ignored_resource_groups,
+            ),
         });
         Ok(PreFilterOutcome::AllNodes)
     }
@@ -747,21 +799,24 @@ impl PreFilter for NodeResourcesFit {
 
 impl Filter for NodeResourcesFit {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Fit {
-        let request = state
-            .get::<PreFilterState>()
-            .map_or(&pod.requests, |s| &s.request);
-        let mut reasons = Vec::new();
+        let computed;
+        let request = match state.get::<PreFilterState>() {
+            Some(s) => &s.request,
+            None => {
+                computed = CheckedRequest::new(
+                    &pod.requests,
+                    &self.ignored_resources,
+                    &self.ignored_resource_groups,
+                );
+                &computed
+            }
+        };
+        let mut reasons = Reasons::default();
         let mut unresolvable = false;
-        for_each_insufficient(
-            request,
-            node,
-            &self.ignored_resources,
-            &self.ignored_resource_groups,
-            |m| {
-                unresolvable |= m.unresolvable;
-                reasons.push(m.reason);
-            },
-        );
+        for_each_insufficient(request, node, |m| {
+            unresolvable |= m.unresolvable;
+            reasons.push(m.reason.clone());
+        });
         if reasons.is_empty() {
             return Fit::Yes;
         }
@@ -1036,7 +1091,7 @@ mod tests {
                 None => Fit::Yes,
                 Some((reasons, code)) => Fit::No(Rejection {
                     plugin: NAME,
-                    reasons: reasons.into_iter().map(Cow::Borrowed).collect(),
+                    reasons: reasons.into_iter().collect(),
                     code,
                 }),
             };
@@ -1165,7 +1220,7 @@ mod tests {
                     .info();
                 let got = filter(&plugin, &pod, &smaller);
                 assert!(
-                    matches!(&got, Fit::No(r) if r.reasons == vec![Cow::Borrowed(REASON_INSUFFICIENT_CPU)]),
+                    matches!(&got, Fit::No(r) if *r.reasons == [REASON_INSUFFICIENT_CPU]),
                     "{}: one millicore short: {got:?}",
                     case.name
                 );
