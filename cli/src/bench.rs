@@ -180,6 +180,10 @@ impl Binds {
     }
 }
 
+/// Names a program that `--e2e` starts the scheduler under, as `WRAPPER BERTH scheduler ...`
+/// (a profiler's launcher that execs its arguments).
+const WRAPPER_ENV: &str = "BERTH_BENCH_SCHEDULER_WRAPPER";
+
 /// The scheduler child process, where it logs and where it serves its metrics.
 struct Scheduler {
     child: Child,
@@ -194,7 +198,17 @@ impl Scheduler {
         let out =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let metrics = free_address()?;
-        let child = Command::new(exe)
+        // A profiler to start the scheduler under (it must exec the command it is given, so
+        // that the child's pid, peak RSS and SIGTERM stay the scheduler's).
+        let mut command = match std::env::var_os(WRAPPER_ENV).filter(|w| !w.is_empty()) {
+            Some(wrapper) => {
+                let mut command = Command::new(wrapper);
+                command.arg(exe);
+                command
+            }
+            None => Command::new(exe),
+        };
+        let child = command
             .args(["scheduler", "--listen", listen, "--seed", &seed.to_string()])
             .args(["--metrics-listen", &metrics])
             .arg("--data-dir")
