@@ -7,6 +7,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::env::set_var("PROTOC", protoc);
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
     tonic_prost_build::configure()
+        .codec_path("crate::codec::SmallBufferCodec")
         .file_descriptor_set_path(out.join("berth_descriptor.bin"))
         .compile_protos(&["proto/berth.proto"], &["proto"])?;
     println!("cargo:rerun-if-changed=proto/berth.proto");

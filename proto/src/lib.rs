@@ -8,6 +8,7 @@
 //!   Objects travel in them as their Kubernetes JSON (`pb::Object { kind, json }`).
 //! - [`etcd`]: client code generated from `proto/etcd.proto`, the slice of etcd's v3 API
 //!   the etcd store speaks.
+//! - [`codec`]: the gRPC codec of `pb`'s services (prost's, with smaller stream buffers).
 //! - [`wire`]: `pb` ⇄ `model`, in one place: objects to and from their JSON, with errors
 //!   that name the field.
 //! - [`conditions`], [`model`], [`names`], [`qos`], [`quantity`], [`resources`], [`selector`], [`taints`], [`validate`], [`decode`]:
@@ -15,6 +16,7 @@
 //!   with no network dependency.
 #![warn(missing_docs)]
 
+pub mod codec;
 pub mod wire;
 
 pub use berth_model::{
