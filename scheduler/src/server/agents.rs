@@ -768,9 +768,11 @@ impl pb::agent_server::Agent for AgentService {
                             Some(Err(e)) => { debug!(node = %node_name, error = %e, "agent stream error"); break; }
                             None => break,
                         };
+                        // The handlers' futures are boxed: inline, their state would make
+                        // every idle session's task as large as the largest of them.
                         let result = match msg.msg {
-                            Some(pb::agent_message::Msg::Heartbeat(beat)) => this.heartbeat(&node_name, beat).await,
-                            Some(pb::agent_message::Msg::PodStatus(update)) => this.pod_status(&node_name, update).await,
+                            Some(pb::agent_message::Msg::Heartbeat(beat)) => Box::pin(this.heartbeat(&node_name, beat)).await,
+                            Some(pb::agent_message::Msg::PodStatus(update)) => Box::pin(this.pod_status(&node_name, update)).await,
                             other => {
                                 let (this, node) = (this.clone(), node_name.clone());
                                 tokio::task::spawn_blocking(move || this.other_message(&node, other))
