@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::hash::Hasher;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use berth_model::model::{
     PodAffinityTerm, StringMap,
 };
 
+use super::hash::{FastHashMap, FastHasher};
 use super::resources::{pod_non_zero_requests, pod_requests, Resources};
 
 /// One inter-pod (anti-)affinity term, resolved against its owning pod: the namespaces it
@@ -248,6 +250,54 @@ pub struct NodeInfo {
     /// two NodeInfos with the same generation are copies of one state (caches may key on
     /// it).
     pub generation: u64,
+    /// Where each pod is in `pods`, once the node holds more than [`POD_INDEX_FROM`] pods
+    /// (a DaemonSet's node, or one node with tens of thousands of pods): a removal then
+    /// finds its pod without scanning the node.
+    pod_index: Option<PodIndex>,
+}
+
+/// From how many pods on a node [`NodeInfo`] indexes them by uid: below it a scan is as
+/// cheap as a look-up, and the index would cost memory on every node.
+pub const POD_INDEX_FROM: usize = 64;
+
+/// A pod's uid, hashed, to its position in [`NodeInfo::pods`]. Positions are hints: a
+/// look-up checks the uid at the position, and two uids with one hash leave one of them
+/// to the scan, so a collision costs time, never a wrong pod.
+#[derive(Clone, Debug, Default)]
+struct PodIndex(FastHashMap<u64, u32>);
+
+impl PodIndex {
+    fn key(uid: &str) -> u64 {
+        let mut hasher = FastHasher::default();
+        hasher.write(uid.as_bytes());
+        hasher.finish()
+    }
+
+    fn of(pods: &[Arc<PodInfo>]) -> Self {
+        let mut index = PodIndex::default();
+        for (i, pod) in pods.iter().enumerate() {
+            index.set(pod.uid(), i);
+        }
+        index
+    }
+
+    fn set(&mut self, uid: &str, position: usize) {
+        if let Ok(position) = u32::try_from(position) {
+            self.0.insert(Self::key(uid), position);
+        }
+    }
+
+    fn find(&self, pods: &[Arc<PodInfo>], uid: &str) -> Option<usize> {
+        let i = *self.0.get(&Self::key(uid))? as usize;
+        (pods.get(i)?.uid() == uid).then_some(i)
+    }
+
+    fn forget(&mut self, uid: &str, position: usize) {
+        let key = Self::key(uid);
+        if self.0.get(&key) == Some(&(position as u32)) {
+            self.0.remove(&key);
+        }
+    }
 }
 
 /// Source of [`NodeInfo::generation`] values.
@@ -272,6 +322,7 @@ impl NodeInfo {
             pods_with_required_anti_affinity: Vec::new(),
             used_ports: HostPortUsage::new(),
             generation: next_node_generation(),
+            pod_index: None,
         }
     }
 
@@ -305,16 +356,36 @@ impl NodeInfo {
         }
         self.used_ports.add(&pod.host_ports);
         self.pods.push(pod);
+        match &mut self.pod_index {
+            Some(index) => index.set(self.pods[self.pods.len() - 1].uid(), self.pods.len() - 1),
+            None if self.pods.len() > POD_INDEX_FROM => {
+                self.pod_index = Some(PodIndex::of(&self.pods));
+            }
+            None => {}
+        }
         self.generation = next_node_generation();
     }
 
-    /// Removes the pod with this uid; returns it if it was there. The search starts from
-    /// the most recently added pods: the pod removed is most often one just assumed, whose
-    /// bind echo replaces it (on a node with tens of thousands of pods, a search from the
-    /// front made every bind cost a scan of the node).
+    /// Removes the pod with this uid; returns it if it was there. The last pod takes its
+    /// place (kube's `RemovePod` too). Nodes with many pods find it through their index;
+    /// others scan from the most recently added pods, as the pod removed is most often one
+    /// just assumed, whose bind echo replaces it.
     pub fn remove_pod(&mut self, uid: &str) -> Option<Arc<PodInfo>> {
-        let i = self.pods.iter().rposition(|p| p.uid() == uid)?;
+        let i = match self
+            .pod_index
+            .as_ref()
+            .and_then(|index| index.find(&self.pods, uid))
+        {
+            Some(i) => i,
+            None => self.pods.iter().rposition(|p| p.uid() == uid)?,
+        };
         let pod = self.pods.swap_remove(i);
+        if let Some(index) = &mut self.pod_index {
+            index.forget(uid, i);
+            if let Some(moved) = self.pods.get(i) {
+                index.set(moved.uid(), i);
+            }
+        }
         self.pods_with_affinity.retain(|p| p.uid() != uid);
         self.pods_with_required_anti_affinity
             .retain(|p| p.uid() != uid);
@@ -344,5 +415,131 @@ mod tests {
         assert_eq!(info.pod.metadata.name, "web");
         let node = Arc::new(Object::Node(Box::new(Node::default())));
         assert!(SharedPod::from_object(node).is_none());
+    }
+
+    fn pod_info(uid: &str) -> Arc<PodInfo> {
+        let mut pod = Pod::default();
+        pod.metadata.name = format!("p-{uid}");
+        pod.metadata.uid = uid.to_string();
+        Arc::new(PodInfo::new(pod))
+    }
+
+    fn uids(node: &NodeInfo) -> Vec<&str> {
+        node.pods.iter().map(|p| p.uid()).collect()
+    }
+
+    /// The index only speeds removal up: after any sequence of adds and removes, the pods
+    /// and their order are those of the plain scan with `swap_remove`, on either side of
+    /// the size from which the node keeps an index.
+    #[test]
+    fn removal_through_the_pod_index_matches_the_scan() {
+        struct Case {
+            name: &'static str,
+            pods: usize,
+            // Removes every `step`-th uid of the ones added, from `first`, then re-adds some.
+            first: usize,
+            step: usize,
+        }
+        let cases = [
+            Case {
+                name: "small node, no index",
+                pods: POD_INDEX_FROM / 2,
+                first: 0,
+                step: 3,
+            },
+            Case {
+                name: "just past the threshold",
+                pods: POD_INDEX_FROM + 1,
+                first: 1,
+                step: 2,
+            },
+            Case {
+                name: "many pods, oldest first",
+                pods: 1_000,
+                first: 0,
+                step: 1,
+            },
+            Case {
+                name: "many pods, scattered",
+                pods: 1_000,
+                first: 7,
+                step: 13,
+            },
+        ];
+        for case in cases {
+            let mut node = NodeInfo::new(Arc::new(Node::default()));
+            let mut scan: Vec<Arc<PodInfo>> = Vec::new();
+            for i in 0..case.pods {
+                let pod = pod_info(&format!("uid-{i}"));
+                node.add_pod(pod.clone());
+                scan.push(pod);
+            }
+            assert_eq!(
+                node.pod_index.is_some(),
+                case.pods > POD_INDEX_FROM,
+                "{}",
+                case.name
+            );
+            let mut removed = 0;
+            for i in (case.first..case.pods).step_by(case.step) {
+                let uid = format!("uid-{i}");
+                let want = scan
+                    .iter()
+                    .rposition(|p| p.uid() == uid)
+                    .map(|at| scan.swap_remove(at));
+                let got = node.remove_pod(&uid);
+                assert_eq!(
+                    got.map(|p| p.uid().to_string()),
+                    want.map(|p| p.uid().to_string()),
+                    "{}: {uid}",
+                    case.name
+                );
+                assert_eq!(
+                    uids(&node),
+                    scan.iter().map(|p| p.uid()).collect::<Vec<_>>(),
+                    "{}: after {uid}",
+                    case.name
+                );
+                removed += 1;
+                if removed % 5 == 0 {
+                    let again = pod_info(&format!("again-{i}"));
+                    node.add_pod(again.clone());
+                    scan.push(again);
+                }
+            }
+            assert!(node.remove_pod("not-there").is_none(), "{}", case.name);
+            for pod in &scan {
+                let found = node.remove_pod(pod.uid()).expect("every pod left is found");
+                assert_eq!(found.uid(), pod.uid(), "{}", case.name);
+            }
+            assert!(node.pods.is_empty(), "{}", case.name);
+            assert_eq!(node.requested, Resources::default(), "{}", case.name);
+        }
+    }
+
+    /// A position the index has wrong (as two uids with one hash leave it) sends the
+    /// removal to the scan: the right pod still goes.
+    #[test]
+    fn a_wrong_index_hint_falls_back_to_the_scan() {
+        let mut node = NodeInfo::new(Arc::new(Node::default()));
+        for i in 0..=POD_INDEX_FROM {
+            node.add_pod(pod_info(&format!("uid-{i}")));
+        }
+        let index = node.pod_index.as_mut().expect("past the threshold");
+        index.0.insert(PodIndex::key("uid-3"), 5);
+        index.0.remove(&PodIndex::key("uid-4"));
+        assert_eq!(
+            node.remove_pod("uid-3").expect("found by the scan").uid(),
+            "uid-3"
+        );
+        assert_eq!(
+            node.remove_pod("uid-4").expect("found by the scan").uid(),
+            "uid-4"
+        );
+        assert_eq!(
+            node.remove_pod("uid-5").expect("still indexed").uid(),
+            "uid-5"
+        );
+        assert_eq!(node.pods.len(), POD_INDEX_FROM - 2);
     }
 }
