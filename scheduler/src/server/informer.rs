@@ -597,6 +597,12 @@ impl Informer {
         self.watcher.store()
     }
 
+    /// Whether the cache holds every change the store has sent so far: synced, with no
+    /// event queued and nothing waiting in the change stream.
+    pub fn is_current(&self) -> bool {
+        self.is_synced() && self.watcher.pending.is_empty() && self.watcher.changes.is_empty()
+    }
+
     /// Applies a change the consumer's own commit returned; see [`Reflector::apply`].
     pub fn apply(&mut self, change: &Change) -> Option<Event> {
         self.cache.apply(change)

@@ -383,8 +383,15 @@ impl ObjectCache {
             })
         };
         {
+            // Current when it has reached the revision, or when it has taken every change
+            // sent so far: the store has sent every change up to `revision` (above), and a
+            // commit on sled sends its changes before it is acknowledged, so a write
+            // acknowledged before this read is in. Only a write still in flight is not,
+            // and the read need not wait for that one (it began before it was acknowledged).
             let held = self.held.read().unwrap_or_else(|e| e.into_inner());
-            if held.informer.is_synced() && held.informer.cache().revision() >= revision {
+            if held.informer.is_current()
+                || (held.informer.is_synced() && held.informer.cache().revision() >= revision)
+            {
                 return Some(view(&held));
             }
         }
