@@ -204,6 +204,13 @@ impl AgentService {
         self
     }
 
+    /// Commits status writes through `commits` (the API's, so that applies and status
+    /// writes share one transaction and one flush) instead of a group commit of its own.
+    pub fn with_commits(mut self, commits: GroupCommit) -> Self {
+        self.commits = commits;
+        self
+    }
+
     /// Hands agents' usage, events and log chunks to `telemetry`.
     pub fn with_telemetry(mut self, telemetry: Arc<super::usage::Telemetry>) -> Self {
         self.telemetry = Some(telemetry);

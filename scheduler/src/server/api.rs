@@ -20,6 +20,10 @@ use super::watch_cache::{ObjectCache, WatchCache};
 /// Most objects one Apply may carry.
 pub const MAX_OBJECTS_PER_APPLY: usize = 10_000;
 
+/// Most objects of an apply admitted on the runtime's thread on a local store (see
+/// [`ApiService::with_local_store`]); a larger apply is admitted on the blocking pool.
+pub const INLINE_APPLY_OBJECTS: usize = 8;
+
 /// Largest gRPC request the server decodes (bytes); larger ones fail with
 /// `OUT_OF_RANGE` before any handler runs.
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
@@ -42,6 +46,11 @@ pub struct ApiService {
     objects: Arc<ObjectCache>,
     /// Commits applies, those of concurrent callers together.
     commits: GroupCommit,
+    /// Whether the store answers without the network (sled: a consistent read needs the
+    /// last revision assigned here, admission's reads are in memory), so that Get, List
+    /// and the admission of small applies run on the runtime's thread instead of a
+    /// hand-off to the blocking pool.
+    local_store: bool,
 }
 
 impl ApiService {
@@ -55,7 +64,30 @@ impl ApiService {
             store,
             shutdown: tokio_util::sync::CancellationToken::new(),
             admission: admission::AdmissionConfig::default(),
+            local_store: false,
         }
+    }
+
+    /// The same service, its applies committed through `commits` (shared with the
+    /// agents' status writes, say, so that both take one transaction and one flush).
+    pub fn with_commits(mut self, commits: GroupCommit) -> Self {
+        self.commits = commits;
+        self
+    }
+
+    /// The group commit applies go through, to share with other writers.
+    pub fn commits(&self) -> &GroupCommit {
+        &self.commits
+    }
+
+    /// The same service, answering Get, List and the admission of applies of at most
+    /// [`INLINE_APPLY_OBJECTS`] objects on the runtime's threads: right when the store
+    /// answers without the network (sled), so that nothing there waits on a peer or a
+    /// timeout; on etcd (a quorum read before each consistent read, a round trip for each
+    /// of admission's reads) keep the default, all of them on the blocking pool.
+    pub fn with_local_store(mut self, local: bool) -> Self {
+        self.local_store = local;
+        self
     }
 
     /// The same service, admitting pods with `config`.
@@ -159,8 +191,12 @@ impl ApiService {
 
     /// Admits every object, then stores them all in one transaction.
     async fn apply(&self, req: pb::ApplyRequest) -> std::result::Result<pb::ApplyResponse, Status> {
-        let this = self.clone();
-        let (mut results, ops) = blocking(move || this.admit_apply(req)).await?;
+        let (mut results, ops) = if self.local_store && req.objects.len() <= INLINE_APPLY_OBJECTS {
+            self.admit_apply(req)?
+        } else {
+            let this = self.clone();
+            blocking(move || this.admit_apply(req)).await?
+        };
         if ops.is_empty() {
             return Ok(pb::ApplyResponse { results });
         }
@@ -322,17 +358,26 @@ impl pb::berth_server::Berth for ApiService {
 
     async fn get(&self, req: Request<pb::GetRequest>) -> Reply<pb::Object> {
         // A consistent read may wait for the store (on etcd a quorum read, then up to
-        // CONSISTENT_READ_TIMEOUT for the cache): off the runtime's threads.
-        let this = self.clone();
+        // CONSISTENT_READ_TIMEOUT for the cache): off the runtime's threads, unless the
+        // store is local.
         let req = req.into_inner();
+        if self.local_store {
+            return Ok(Response::new(ApiService::get(self, req)?));
+        }
+        let this = self.clone();
         let resp = blocking(move || ApiService::get(&this, req)).await?;
         Ok(Response::new(resp))
     }
 
     async fn list(&self, req: Request<pb::ListRequest>) -> Reply<pb::ListResponse> {
-        // A long list encodes for a while: off the runtime's threads.
-        let this = self.clone();
+        // On etcd a consistent read waits for the store: off the runtime's threads. On
+        // sled a list from the cache copies JSON kept from earlier reads (most of it): the
+        // hand-off to the blocking pool would cost more than it saves.
         let req = req.into_inner();
+        if self.local_store {
+            return Ok(Response::new(self.list(req)?));
+        }
+        let this = self.clone();
         let resp = blocking(move || this.list(req)).await?;
         Ok(Response::new(resp))
     }

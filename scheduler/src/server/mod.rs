@@ -417,6 +417,13 @@ pub async fn run(
         let _ = ready.send(addr);
     }
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // Applies and the agents' status writes share one group commit: one transaction and
+    // one flush for both. On sled, reads and admission need nothing but this process.
+    let api = api::ApiService::new(store.clone())
+        .with_admission(admission_config)
+        .with_shutdown(shutdown.clone())
+        .with_local_store(matches!(backend, Backend::Sled(_)));
+    let commits = api.commits().clone();
     let serving = server
         .layer(metrics::ApiMetricsLayer)
         .add_service(health_service)
@@ -424,18 +431,15 @@ pub async fn run(
         .add_service(reflection_v1alpha)
         .add_service(
             security.protect(
-                pb::berth_server::BerthServer::new(
-                    api::ApiService::new(store.clone())
-                        .with_admission(admission_config)
-                        .with_shutdown(shutdown.clone()),
-                )
-                .max_decoding_message_size(api::MAX_REQUEST_BYTES),
+                pb::berth_server::BerthServer::new(api)
+                    .max_decoding_message_size(api::MAX_REQUEST_BYTES),
             ),
         )
         .add_service(
             security.protect(
                 pb::agent_server::AgentServer::new(
                     agents_service(&backend, &args, store.clone(), sessions.clone())
+                        .with_commits(commits)
                         .with_health(node_health)
                         .with_telemetry(telemetry.clone()),
                 )
