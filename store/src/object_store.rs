@@ -131,8 +131,10 @@ pub trait ObjectStore: Send + Sync {
 
     /// Waits, at most `timeout`, until every change up to `revision` has been sent to
     /// subscribers; whether it has. The default answers `true` at once: a store whose
-    /// [`ObjectStore::commit`] sends its changes before returning has sent every change of
-    /// [`ObjectStore::current_revision`] (sled). On etcd the changes come from its watch,
+    /// [`ObjectStore::commit`] sends its changes before returning has sent every change
+    /// acknowledged before [`ObjectStore::current_revision`] was read (sled; a commit still
+    /// in flight may not have, and a read that began before its acknowledgement need not
+    /// see it). On etcd the changes come from its watch,
     /// so a write through another replica may not have arrived yet.
     fn wait_sent(&self, revision: u64, timeout: Duration) -> bool {
         let _ = (revision, timeout);

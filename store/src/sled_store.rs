@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use berth_proto::model::{Kind, Object, ObjectKey};
 use sled::transaction::{
@@ -42,12 +42,13 @@ const REVISION_KEY: &[u8] = b"revision";
 
 /// An [`ObjectStore`] on a sled database.
 ///
-/// Commits run one at a time under a store-wide lock, so that revisions, the order of
-/// transactions and the order of broadcast changes all agree. Each commit is one sled
-/// transaction followed by one flush. The lock is the place to add group commit later:
-/// collect the batches of concurrent callers, run them in a single transaction and flush once,
-/// and hand each caller its own slice of the changes (a failing batch would then have to be
-/// set aside and the rest retried, to keep each caller's all-or-nothing promise).
+/// Transactions run one at a time under a store-wide lock, which assigns revisions; the
+/// flush that follows runs without it, so the next commit's transaction goes on meanwhile
+/// and one flush makes every commit before it durable (sled writes its log in order). Then
+/// each commit sends its changes to subscribers in revision order (a commit whose flush
+/// ended first waits for the commits before it), so that subscribers see only changes on
+/// disk, in the order of the transactions, and a commit returns once its changes are sent.
+/// Callers that wait together share one commit through the server's group commit.
 pub struct SledStore {
     db: sled::Db,
     /// One tree per kind, in the order of [`Kind::ALL`], then the meta tree: the slice a
@@ -57,8 +58,13 @@ pub struct SledStore {
     path: Option<PathBuf>,
     /// The latest assigned revision, as persisted in the meta tree.
     revision: AtomicU64,
-    /// Serializes commits (and subscriptions against them); guards no data of its own.
+    /// Serializes transactions; guards no data of its own.
     commit_lock: Mutex<()>,
+    /// The revision of the last change sent to subscribers: commits send theirs in order,
+    /// each once this is the revision before its first (subscriptions take it too).
+    sent: Mutex<u64>,
+    /// Wakes commits waiting for their turn to send.
+    turn: Condvar,
     changes: broadcast::Sender<Arc<Change>>,
 }
 
@@ -106,12 +112,43 @@ impl SledStore {
             path,
             revision: AtomicU64::new(revision),
             commit_lock: Mutex::new(()),
+            sent: Mutex::new(revision),
+            turn: Condvar::new(),
             changes,
         })
     }
 
     fn tree(&self, kind: Kind) -> &sled::Tree {
         &self.trees[tree_index(kind)]
+    }
+
+    fn sent(&self) -> MutexGuard<'_, u64> {
+        // Sending cannot leave the count half-updated, so a poisoned lock is safe to take.
+        self.sent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Sends `changes` (consecutive revisions) to subscribers once every earlier revision
+    /// has been sent, and wakes the commits after them.
+    fn send_in_order(&self, changes: &[Change]) {
+        let (Some(first), Some(last)) = (changes.first(), changes.last()) else {
+            return;
+        };
+        let mut sent = self.sent();
+        while *sent + 1 < first.revision {
+            sent = self
+                .turn
+                .wait(sent)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        for change in changes {
+            // An error here only means that nobody is subscribed.
+            let _ = self.changes.send(Arc::new(change.clone()));
+        }
+        *sent = last.revision;
+        drop(sent);
+        self.turn.notify_all();
     }
 
     fn lock(&self) -> MutexGuard<'_, ()> {
@@ -180,14 +217,15 @@ impl ObjectStore for SledStore {
         })?;
         let revision = changes.last().map_or(0, |c| c.revision);
         self.revision.store(revision, Ordering::Release);
-
-        let flushed = self.db.flush();
-        // The changes are visible to readers now, flushed or not, so subscribers must see them
-        // either way to stay consistent with `get` and `list`.
-        for change in &changes {
-            // An error here only means that nobody is subscribed.
-            let _ = self.changes.send(Arc::new(change.clone()));
-        }
+        drop(_guard);
+        // Should the flush panic, the changes are still sent before the panic goes on, or
+        // every later commit would wait for them for ever.
+        let flushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.db.flush()));
+        // The changes are visible to readers now, flushed or not, so subscribers must see
+        // them either way to stay consistent with `get` and `list`; and the commits after
+        // this one wait for it to send.
+        self.send_in_order(&changes);
+        let flushed = flushed.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         if let Err(source) = flushed {
             tracing::warn!(revision, error = %source, "committed changes could not be flushed");
             return Err(Error::Flush { revision, source });
@@ -201,9 +239,11 @@ impl ObjectStore for SledStore {
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
-        // Taking the commit lock means no commit is between its transaction and its
-        // broadcast: the receiver gets exactly the commits that apply after this call.
-        let _guard = self.lock();
+        // With the lock of what has been sent, the receiver gets every change sent after
+        // the revision sent so far, whole commits only. A commit whose transaction ran
+        // before this call may still send after it: its revision is at or below
+        // `revision()`, which a subscriber that lists next skips as already listed.
+        let _sent = self.sent();
         self.changes.subscribe()
     }
 }
