@@ -394,3 +394,70 @@ fn on_berth_dev_a_second_host_port_pod_is_kept_off_the_node_that_has_the_first()
     let status = dev.0.terminate();
     assert!(status.success(), "berth dev stops cleanly: {status}");
 }
+
+/// A session's resync (a StartPod per bound pod, a StopPod per orphan the agent reports)
+/// is more messages than the session's channel holds when a node reports over 1,024
+/// orphans: the session still opens and delivers every one. Before, the server filled the
+/// channel before handing the stream back, and the session never opened.
+#[test]
+fn a_session_with_more_resync_messages_than_its_channel_holds_opens() {
+    use berth_proto::pb;
+    use tonic::codegen::tokio_stream::StreamExt;
+
+    const ORPHANS: usize = 1_500;
+    let cluster = TestCluster::start();
+    let rt = common::runtime();
+    let channel = common::channel(&rt, &cluster);
+    let mut agents = pb::agent_client::AgentClient::new(channel);
+    let node = pb::Object {
+        kind: pb::Kind::Node as i32,
+        json: r#"{"metadata":{"name":"many"},"status":{"capacity":{"cpu":"4","memory":"8Gi","pods":"110"}}}"#.into(),
+    };
+    rt.block_on(agents.register(pb::RegisterRequest {
+        node: Some(node),
+        ..Default::default()
+    }))
+    .expect("registering the node");
+
+    let (tx, rx) = tokio::sync::mpsc::channel::<pb::AgentMessage>(4);
+    let hello = pb::AgentMessage {
+        msg: Some(pb::agent_message::Msg::Hello(pb::Hello {
+            node_name: "many".into(),
+            running_pod_uids: (0..ORPHANS).map(|i| format!("orphan-{i}")).collect(),
+        })),
+    };
+    rt.block_on(tx.send(hello)).expect("queueing Hello");
+    let outbound = tonic::codegen::tokio_stream::wrappers::ReceiverStream::new(rx);
+    let stops = rt.block_on(async {
+        // A guard against the hang this test is about, not a measure of speed.
+        tokio::time::timeout(std::time::Duration::from_secs(120), async {
+            let mut inbound = agents
+                .session(outbound)
+                .await
+                .expect("the session opens")
+                .into_inner();
+            let mut stops = Vec::new();
+            while stops.len() < ORPHANS {
+                let msg = inbound
+                    .next()
+                    .await
+                    .expect("the stream stays open")
+                    .expect("a message");
+                if let Some(pb::scheduler_message::Msg::StopPod(stop)) = msg.msg {
+                    stops.push(stop);
+                }
+            }
+            stops
+        })
+        .await
+        .expect("every resync message within two minutes")
+    });
+    assert!(
+        stops.iter().all(|s| s.reason == "Orphaned"),
+        "{:?}",
+        &stops[..3]
+    );
+    let uids: std::collections::HashSet<&str> = stops.iter().map(|s| s.uid.as_str()).collect();
+    assert_eq!(uids.len(), ORPHANS, "one StopPod per orphan");
+    drop(tx);
+}

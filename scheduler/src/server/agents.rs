@@ -741,33 +741,45 @@ impl pb::agent_server::Agent for AgentService {
         // and a message inline is ~200 bytes (6 KB a session; boxed, 256 bytes).
         let (tx, rx) = mpsc::channel::<Box<pb::SchedulerMessage>>(1024);
 
-        // Resync: start what should run, stop what should not.
+        // Resync: start what should run, stop what should not. The messages are sent from
+        // the session's task, after the stream is handed back: sent here, more of them than
+        // the channel holds (a node with over 1,024 pods, or as many orphans) would wait
+        // for a reader that does not exist yet, and the session would never open.
         let bound = self.bound_pods(&node_name)?;
         let mut started: HashSet<String> = HashSet::new();
+        let mut resync: Vec<Box<pb::SchedulerMessage>> = Vec::new();
         for pod in &bound {
             if pod.metadata.deletion_timestamp.is_none() {
                 started.insert(pod.metadata.uid.clone());
-                let _ = tx.send(Box::new(self.start_msg(pod))).await;
+                resync.push(Box::new(self.start_msg(pod)));
             }
         }
         for uid in hello.running_pod_uids {
             if !started.contains(&uid) {
-                let _ = tx
-                    .send(Box::new(pb::SchedulerMessage {
-                        msg: Some(pb::scheduler_message::Msg::StopPod(pb::StopPod {
-                            uid,
-                            reason: "Orphaned".into(),
-                            ..Default::default()
-                        })),
-                    }))
-                    .await;
+                resync.push(Box::new(pb::SchedulerMessage {
+                    msg: Some(pb::scheduler_message::Msg::StopPod(pb::StopPod {
+                        uid,
+                        reason: "Orphaned".into(),
+                        ..Default::default()
+                    })),
+                }));
             }
         }
         info!(node = %node_name, pods = started.len(), "agent session opened");
 
         let this = self.clone();
         tokio::spawn(async move {
+            let mut delivered = true;
+            for msg in resync {
+                if tx.send(msg).await.is_err() {
+                    delivered = false;
+                    break;
+                }
+            }
             loop {
+                if !delivered {
+                    break;
+                }
                 tokio::select! {
                     msg = inbound.next() => {
                         let msg = match msg {
