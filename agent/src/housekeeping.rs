@@ -316,7 +316,6 @@ pub fn evicted_status(mut status: PodStatus, message: &str) -> PodStatus {
 mod tests {
     use super::*;
     use crate::eviction::{Threshold, ThresholdValue};
-    use crate::runtime::process::STATE_TERMINATED;
     use crate::runtime::SimRuntime;
     use berth_model::testing::PodBuilder;
 
@@ -404,7 +403,7 @@ mod tests {
             .status
             .container_statuses
             .iter()
-            .all(|c| !c.ready && c.state == STATE_TERMINATED));
+            .all(|c| !c.ready && c.state.is_terminated()));
         let event = reports.events.try_recv().expect("an Evicted event");
         assert_eq!(
             (event.reason.as_str(), event.uid.as_str()),

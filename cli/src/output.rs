@@ -218,7 +218,7 @@ pub fn pod_ready(pod: &Pod) -> String {
         .status
         .container_statuses
         .iter()
-        .filter(|cs| cs.ready && cs.state == "running" && names.contains(&cs.name.as_str()))
+        .filter(|cs| cs.ready && cs.state.is_running() && names.contains(&cs.name.as_str()))
         .count();
     format!("{ready}/{}", names.len())
 }
@@ -373,8 +373,8 @@ pub fn pretty_json(value: &serde_json::Value) -> String {
 mod tests {
     use super::*;
     use berth_proto::model::{
-        Container, ContainerStatus, NodeCondition, ObjectMeta, PodCondition, PodPhase, PodSpec,
-        PodStatus, RestartPolicy, TaintEffect,
+        Container, ContainerState, ContainerStatus, NodeCondition, ObjectMeta, PodCondition,
+        PodPhase, PodSpec, PodStatus, RestartPolicy, TaintEffect,
     };
     use std::time::Duration;
 
@@ -486,12 +486,11 @@ mod tests {
         }
     }
 
-    fn status(name: &str, state: &str, ready: bool, reason: &str) -> ContainerStatus {
+    fn status(name: &str, state: ContainerState, ready: bool) -> ContainerStatus {
         ContainerStatus {
             name: name.into(),
             ready,
-            state: state.into(),
-            reason: reason.into(),
+            state,
             ..Default::default()
         }
     }
@@ -530,18 +529,22 @@ mod tests {
         };
         let running = {
             let mut p = pod(PodPhase::Running, "");
-            p.status.container_statuses = vec![status("app", "running", true, "")];
+            p.status.container_statuses =
+                vec![status("app", ContainerState::running(Time::now()), true)];
             p
         };
         let crashing = {
             let mut p = pod(PodPhase::Running, "");
-            p.status.container_statuses = vec![status("app", "waiting", false, "CrashLoopBackOff")];
+            p.status.container_statuses = vec![status(
+                "app",
+                ContainerState::waiting("CrashLoopBackOff"),
+                false,
+            )];
             p
         };
         let exited = {
             let mut p = pod(PodPhase::Failed, "");
-            let mut cs = status("app", "terminated", false, "");
-            cs.exit_code = Some(3);
+            let cs = status("app", ContainerState::terminated(3, "", Time::now()), false);
             p.status.container_statuses = vec![cs];
             p
         };
@@ -620,9 +623,13 @@ mod tests {
         sidecar.restart_policy = Some(RestartPolicy::Always);
         p.spec.init_containers = vec![sidecar, container("init")];
         p.status.container_statuses = vec![
-            status("app", "running", true, ""),
-            status("second", "waiting", false, "ContainerCreating"),
-            status("proxy", "running", true, ""),
+            status("app", ContainerState::running(Time::now()), true),
+            status(
+                "second",
+                ContainerState::waiting("ContainerCreating"),
+                false,
+            ),
+            status("proxy", ContainerState::running(Time::now()), true),
         ];
         p.status.container_statuses[0].restart_count = 2;
         p.status.container_statuses[2].restart_count = 1;

@@ -90,7 +90,7 @@ pub(crate) fn mark_terminated(status: &mut PodStatus, now: Time) {
     set_containers_ready(&mut status.conditions, false, now);
     for container in &mut status.container_statuses {
         container.ready = false;
-        container.state = process::STATE_TERMINATED.to_string();
+        container.stop(now);
     }
 }
 

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use berth_proto::conditions::set_containers_ready;
 use berth_proto::model::{
-    Container, ContainerStatus, Pod, PodPhase, PodStatus, RestartPolicy, Time,
+    Container, ContainerState, ContainerStatus, Pod, PodPhase, PodStatus, RestartPolicy, Time,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -37,13 +37,6 @@ use super::cgroup::{CgroupMode, Cgroups, OomCounters, PodCgroup};
 use super::{started_status, BoxFuture, PodReport, Runtime, StatusSender, Stopped};
 use crate::error::{error_chain, Error, Result};
 use crate::usage::{procfs, ContainerUsage, PodUsage};
-
-/// Container state names, as [`ContainerStatus::state`] holds them.
-pub const STATE_WAITING: &str = "waiting";
-/// A container that runs.
-pub const STATE_RUNNING: &str = "running";
-/// A container that exited.
-pub const STATE_TERMINATED: &str = "terminated";
 
 /// Reason of a container that exited with code 0.
 pub const REASON_COMPLETED: &str = "Completed";
@@ -106,16 +99,16 @@ pub fn should_restart(policy: RestartPolicy, exit_code: i32) -> bool {
 /// The pod's phase from its containers: Running while any runs or waits to restart;
 /// Succeeded when all ended with code 0; Failed when all ended and one failed.
 pub fn pod_phase(containers: &[ContainerStatus]) -> PodPhase {
-    if containers.is_empty() || containers.iter().any(|c| c.state != STATE_TERMINATED) {
+    if containers.is_empty() || containers.iter().any(|c| !c.state.is_terminated()) {
         if containers
             .iter()
-            .all(|c| c.state == STATE_WAITING && c.reason == REASON_CONTAINER_CREATING)
+            .all(|c| c.state.is_waiting() && c.reason() == REASON_CONTAINER_CREATING)
         {
             return PodPhase::Pending;
         }
         return PodPhase::Running;
     }
-    if containers.iter().all(|c| c.exit_code == Some(0)) {
+    if containers.iter().all(|c| c.exit_code() == Some(0)) {
         PodPhase::Succeeded
     } else {
         PodPhase::Failed
@@ -268,8 +261,8 @@ impl ProcessRuntime {
             false,
             |c| ContainerStatus {
                 name: c.name.clone(),
-                state: STATE_WAITING.to_string(),
-                reason: REASON_CONTAINER_CREATING.to_string(),
+                image: c.image.clone(),
+                state: ContainerState::waiting(REASON_CONTAINER_CREATING),
                 ..ContainerStatus::default()
             },
         )
@@ -326,12 +319,9 @@ impl Supervisor {
             let restart = !stopped && should_restart(self.policy, exit_code);
             self.pod.update(&name, |c| {
                 c.ready = false;
-                c.exit_code = Some(exit_code);
-                c.reason = reason.to_string();
-                c.state = STATE_TERMINATED.to_string();
+                c.set_state(ContainerState::terminated(exit_code, reason, Time::now()));
                 if restart {
-                    c.state = STATE_WAITING.to_string();
-                    c.reason = REASON_CRASH_LOOP_BACK_OFF.to_string();
+                    c.set_state(ContainerState::waiting(REASON_CRASH_LOOP_BACK_OFF));
                 }
             });
             info!(pod = %self.uid, container = %name, exit_code, reason, restart, "container exited");
@@ -358,10 +348,7 @@ impl Supervisor {
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
                 () = self.pod.stop.cancelled() => {
-                    self.pod.update(&name, |c| {
-                        c.state = STATE_TERMINATED.to_string();
-                        c.reason = reason.to_string();
-                    });
+                    self.pod.update(&name, |c| c.stop(Time::now()));
                     self.send();
                     return;
                 }
@@ -429,8 +416,7 @@ impl Supervisor {
             .unwrap_or_else(|p| p.into_inner())
             .insert(c.name.clone(), pid);
         self.pod.update(&c.name, |s| {
-            s.state = STATE_RUNNING.to_string();
-            s.reason.clear();
+            s.set_state(ContainerState::running(Time::now()));
             s.ready = true;
         });
         info!(pod = %self.uid, container = %c.name, pid, "container started");
@@ -807,17 +793,24 @@ mod tests {
             }
         }
 
-        let c = |state: &str, reason: &str, exit_code: Option<i32>| ContainerStatus {
-            state: state.into(),
-            reason: reason.into(),
-            exit_code,
-            ..ContainerStatus::default()
+        let now = Time::now();
+        let c = |states: &[ContainerState]| {
+            let mut status = ContainerStatus::default();
+            for state in states {
+                status.set_state(state.clone());
+            }
+            status
         };
-        let creating = || c(STATE_WAITING, REASON_CONTAINER_CREATING, None);
-        let running = || c(STATE_RUNNING, "", None);
-        let back_off = || c(STATE_WAITING, REASON_CRASH_LOOP_BACK_OFF, Some(1));
-        let completed = || c(STATE_TERMINATED, REASON_COMPLETED, Some(0));
-        let failed = || c(STATE_TERMINATED, REASON_ERROR, Some(1));
+        let creating = || c(&[ContainerState::waiting(REASON_CONTAINER_CREATING)]);
+        let running = || c(&[ContainerState::running(now)]);
+        let back_off = || {
+            c(&[
+                ContainerState::terminated(1, REASON_ERROR, now),
+                ContainerState::waiting(REASON_CRASH_LOOP_BACK_OFF),
+            ])
+        };
+        let completed = || c(&[ContainerState::terminated(0, REASON_COMPLETED, now)]);
+        let failed = || c(&[ContainerState::terminated(1, REASON_ERROR, now)]);
         let phases = [
             ("creating", vec![creating()], PodPhase::Pending),
             ("one runs", vec![running(), completed()], PodPhase::Running),
@@ -903,7 +896,7 @@ mod tests {
             s.phase == PodPhase::Succeeded
         })
         .await;
-        assert_eq!(status.container_statuses[0].reason, REASON_COMPLETED);
+        assert_eq!(status.container_statuses[0].reason(), REASON_COMPLETED);
         let log = runtime.log_path("done", "main").expect("a log file");
         assert_eq!(std::fs::read_to_string(log).unwrap(), "hello\n");
 
@@ -923,7 +916,7 @@ mod tests {
         })
         .await;
         assert_eq!(status.phase, PodPhase::Running);
-        assert_eq!(status.container_statuses[0].exit_code, Some(3));
+        assert_eq!(status.container_statuses[0].exit_code(), Some(3));
         runtime.stop("fails", Duration::from_secs(1)).await.unwrap();
 
         // Stop sends SIGTERM first: the trap runs.
@@ -952,7 +945,7 @@ mod tests {
             .await
             .unwrap()
             .expect("the pod ran");
-        assert_eq!(status.container_statuses[0].state, STATE_TERMINATED);
+        assert!(status.container_statuses[0].state.is_terminated());
         assert!(std::fs::read_to_string(&log)
             .unwrap()
             .contains("terminating"));
@@ -966,7 +959,7 @@ mod tests {
             s.phase == PodPhase::Failed
         })
         .await;
-        assert_eq!(status.container_statuses[0].reason, REASON_START_ERROR);
+        assert_eq!(status.container_statuses[0].reason(), REASON_START_ERROR);
     }
 
     /// A shell command that allocates about 300MB and holds it: `tail` keeps the
@@ -1002,7 +995,7 @@ mod tests {
         let status = until(updates, uid, "Failed", |s| s.phase == PodPhase::Failed).await;
         let c = &status.container_statuses[0];
         assert_eq!(
-            (c.reason.as_str(), c.exit_code),
+            (c.reason(), c.exit_code()),
             (REASON_OOM_KILLED, Some(137)),
             "{c:?}"
         );
@@ -1155,7 +1148,7 @@ mod tests {
             s.container_statuses[0].restart_count >= 1
         })
         .await;
-        assert_eq!(status.container_statuses[0].exit_code, Some(137));
+        assert_eq!(status.container_statuses[0].exit_code(), Some(137));
         runtime
             .stop("oom-again", Duration::from_secs(1))
             .await

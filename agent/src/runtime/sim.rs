@@ -39,13 +39,13 @@ use std::time::{Duration, Instant};
 
 use berth_proto::images::{normalized_image_name, MAX_NODE_STATUS_IMAGES};
 use berth_proto::model::{
-    ContainerImage, ContainerStatus, Pod, PodPhase, PodStatus, RestartPolicy, Time,
+    ContainerImage, ContainerState, ContainerStatus, Pod, PodPhase, PodStatus, RestartPolicy, Time,
 };
 use berth_proto::names;
 use berth_proto::Quantity;
 use tracing::{debug, warn};
 
-use super::process::{should_restart, REASON_COMPLETED, REASON_ERROR, STATE_RUNNING};
+use super::process::{should_restart, REASON_COMPLETED, REASON_ERROR};
 use super::{
     mark_terminated, started_status, BoxFuture, PodReport, Runtime, StatusSender, Stopped,
 };
@@ -175,17 +175,17 @@ async fn run_to_exit(
         };
         let status = &mut pod.report.status;
         let restart = should_restart(policy, exit.exit_code);
+        let reason = if exit.exit_code == 0 {
+            REASON_COMPLETED
+        } else {
+            REASON_ERROR
+        };
+        let now = Time::now();
         for c in &mut status.container_statuses {
-            c.exit_code = Some(exit.exit_code);
+            c.set_state(ContainerState::terminated(exit.exit_code, reason, now));
             if restart {
                 c.restart_count += 1;
-            } else {
-                c.reason = if exit.exit_code == 0 {
-                    REASON_COMPLETED
-                } else {
-                    REASON_ERROR
-                }
-                .to_string();
+                c.set_state(ContainerState::running(now));
             }
         }
         if !restart {
@@ -313,9 +313,11 @@ impl SimRuntime {
         started_status(pod, now, &self.host_ip, PodPhase::Running, true, |c| {
             ContainerStatus {
                 name: c.name.clone(),
+                image: c.image.clone(),
                 ready: true,
                 restart_count: 0,
-                state: STATE_RUNNING.to_string(),
+                state: ContainerState::running(now),
+                started: Some(true),
                 ..ContainerStatus::default()
             }
         })
@@ -455,7 +457,6 @@ impl Runtime for SimRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::process::STATE_TERMINATED;
     use berth_model::testing::{container, PodBuilder};
 
     fn pod(uid: &str, containers: &[&str]) -> Pod {
@@ -553,14 +554,10 @@ mod tests {
             let status = &report.status;
             assert_eq!(status.phase, phase, "{name}");
             let c = &status.container_statuses[0];
-            assert_eq!(c.exit_code, Some(code.parse().expect("int")), "{name}");
+            assert_eq!(c.exit_code(), Some(code.parse().expect("int")), "{name}");
             assert_eq!(c.restart_count, restarts, "{name}");
-            let want_state = if phase.is_terminal() {
-                STATE_TERMINATED
-            } else {
-                STATE_RUNNING
-            };
-            assert_eq!(c.state, want_state, "{name}");
+            let state = (c.state.is_terminated(), c.state.is_running());
+            assert_eq!(state, (phase.is_terminal(), !phase.is_terminal()), "{name}");
             let stopped = runtime.stop("u1", Duration::ZERO).await.expect("stops");
             if phase.is_terminal() {
                 assert_eq!(
@@ -646,15 +643,12 @@ mod tests {
         assert_eq!(status.phase, PodPhase::Running);
         assert_eq!(status.host_ip, "10.0.0.1");
         assert!(status.start_time.is_some());
-        let containers: Vec<(&str, bool, &str)> = status
+        let containers: Vec<(&str, bool, bool)> = status
             .container_statuses
             .iter()
-            .map(|c| (c.name.as_str(), c.ready, c.state.as_str()))
+            .map(|c| (c.name.as_str(), c.ready, c.state.is_running()))
             .collect();
-        assert_eq!(
-            containers,
-            vec![("app", true, "running"), ("log", true, "running")]
-        );
+        assert_eq!(containers, vec![("app", true, true), ("log", true, true)]);
         let ready = status.conditions.iter().find(|c| c.type_ == "Ready");
         assert_eq!(ready.map(|c| c.status.as_str()), Some("True"));
     }
@@ -721,7 +715,7 @@ mod tests {
                         status
                             .container_statuses
                             .iter()
-                            .all(|c| !c.ready && c.state == STATE_TERMINATED),
+                            .all(|c| !c.ready && c.state.is_terminated()),
                         "{}: containers terminated",
                         case.name
                     );

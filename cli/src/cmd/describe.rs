@@ -8,8 +8,8 @@ use std::time::SystemTime;
 
 use anyhow::bail;
 use berth_proto::model::{
-    Container, ContainerImage, Event, Kind, Node, Object, Pod, PodPhase, PreemptionPolicy,
-    PriorityClass, ResourceClaim, ResourceList, RestartPolicy, StringMap, Time,
+    Container, ContainerImage, ContainerState, Event, Kind, Node, Object, Pod, PodPhase,
+    PreemptionPolicy, PriorityClass, ResourceClaim, ResourceList, RestartPolicy, StringMap, Time,
 };
 use berth_proto::names;
 use berth_proto::qos::pod_qos;
@@ -222,6 +222,40 @@ fn write_lines(out: &mut String, title: &str, lines: Vec<String>) {
     }
 }
 
+/// A container's `State:` or `Last State:` lines, as kubectl's describer writes them.
+fn describe_container_state(out: &mut String, title: &str, state: &ContainerState) {
+    if let Some(running) = &state.running {
+        let _ = writeln!(out, "    {title}:\tRunning");
+        if let Some(at) = &running.started_at {
+            let _ = writeln!(out, "      Started:\t{at}");
+        }
+    } else if let Some(waiting) = &state.waiting {
+        let _ = writeln!(out, "    {title}:\tWaiting");
+        if !waiting.reason.is_empty() {
+            let _ = writeln!(out, "      Reason:\t{}", waiting.reason);
+        }
+    } else if let Some(t) = &state.terminated {
+        let _ = writeln!(out, "    {title}:\tTerminated");
+        if !t.reason.is_empty() {
+            let _ = writeln!(out, "      Reason:\t{}", t.reason);
+        }
+        if !t.message.is_empty() {
+            let _ = writeln!(out, "      Message:\t{}", t.message);
+        }
+        let _ = writeln!(out, "      Exit Code:\t{}", t.exit_code);
+        if t.signal > 0 {
+            let _ = writeln!(out, "      Signal:\t{}", t.signal);
+        }
+        for (label, at) in [("Started", &t.started_at), ("Finished", &t.finished_at)] {
+            if let Some(at) = at {
+                let _ = writeln!(out, "      {label}:\t{at}");
+            }
+        }
+    } else {
+        let _ = writeln!(out, "    {title}:\tWaiting");
+    }
+}
+
 fn time_or_none(time: Option<&Time>) -> String {
     time.map_or("<unset>".into(), ToString::to_string)
 }
@@ -291,19 +325,9 @@ pub(super) fn write_container(out: &mut String, pod: &Pod, c: &Container) {
         .iter()
         .find(|s| s.name == c.name)
     {
-        let state = match status.state.as_str() {
-            "running" => "Running",
-            "terminated" => "Terminated",
-            "waiting" => "Waiting",
-            "" => "Waiting",
-            other => other,
-        };
-        let _ = writeln!(out, "    State:\t{state}");
-        if !status.reason.is_empty() {
-            let _ = writeln!(out, "      Reason:\t{}", status.reason);
-        }
-        if let Some(code) = status.exit_code {
-            let _ = writeln!(out, "      Exit Code:\t{code}");
+        describe_container_state(out, "State", &status.state);
+        if status.last_state.is_terminated() {
+            describe_container_state(out, "Last State", &status.last_state);
         }
         let _ = writeln!(out, "    Ready:\t{}", names::status_of(status.ready));
         let _ = writeln!(out, "    Restart Count:\t{}", status.restart_count);

@@ -20,11 +20,13 @@ pub fn pod_status(pod: &Pod) -> String {
     let mut has_running = false;
     // kubectl walks the statuses from the last, so the first container's reason wins.
     for cs in pod.status.container_statuses.iter().rev() {
-        match cs.state.as_str() {
-            "waiting" if !cs.reason.is_empty() => reason = cs.reason.clone(),
-            "terminated" if !cs.reason.is_empty() => reason = cs.reason.clone(),
-            "terminated" => reason = format!("ExitCode:{}", cs.exit_code.unwrap_or(0)),
-            "running" if cs.ready => has_running = true,
+        let state = &cs.state;
+        match (&state.waiting, &state.terminated) {
+            (Some(w), _) if !w.reason.is_empty() => reason = w.reason.clone(),
+            (_, Some(t)) if !t.reason.is_empty() => reason = t.reason.clone(),
+            (_, Some(t)) if t.signal != 0 => reason = format!("Signal:{}", t.signal),
+            (_, Some(t)) => reason = format!("ExitCode:{}", t.exit_code),
+            _ if cs.ready && state.is_running() => has_running = true,
             _ => {}
         }
     }

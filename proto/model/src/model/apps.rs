@@ -12,14 +12,6 @@ fn default_replicas() -> i32 {
     DEFAULT_REPLICAS
 }
 
-fn is_zero_i32(v: &i32) -> bool {
-    *v == 0
-}
-
-fn is_zero_i64(v: &i64) -> bool {
-    *v == 0
-}
-
 /// The pods a controller creates: their metadata (labels, annotations) and spec.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
@@ -139,19 +131,19 @@ pub struct RollingUpdateDeployment {
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeploymentStatus {
     /// Pods the deployment owns (not terminating).
-    #[serde(skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub replicas: i32,
     /// Pods with the ready condition.
-    #[serde(skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub ready_replicas: i32,
     /// Pods ready for at least minReadySeconds.
-    #[serde(skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub available_replicas: i32,
     /// Pods of the current template.
-    #[serde(skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub updated_replicas: i32,
     /// The metadata generation the status reflects.
-    #[serde(skip_serializing_if = "is_zero_i64")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub observed_generation: i64,
     /// Accepted and ignored.
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
@@ -225,13 +217,13 @@ pub struct ReplicaSetStatus {
     /// Pods the set owns (not terminating).
     pub replicas: i32,
     /// Pods with the ready condition.
-    #[serde(skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub ready_replicas: i32,
     /// Pods ready for at least minReadySeconds.
-    #[serde(skip_serializing_if = "is_zero_i32")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub available_replicas: i32,
     /// The metadata generation the status reflects.
-    #[serde(skip_serializing_if = "is_zero_i64")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub observed_generation: i64,
     /// Accepted and ignored.
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]

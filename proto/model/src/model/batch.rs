@@ -188,6 +188,12 @@ pub struct JobSpec {
     /// Refused by validation (not supported by Berth).
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub max_failed_indexes: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub failed_pods_limit: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub scheduling: Ignored,
 }
 
 /// The `managedBy` value of Jobs that kube's (and Berth's) job controller manages.
@@ -259,13 +265,13 @@ pub struct JobStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_time: Option<Time>,
     /// Pods pending or running, not terminating.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub active: i32,
     /// Pods that succeeded (for Indexed Jobs, distinct indexes).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub succeeded: i32,
     /// Pods that failed.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub failed: i32,
     /// Active pods that are ready.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -282,10 +288,6 @@ pub struct JobStatus {
     /// Accepted and ignored.
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub uncounted_terminated_pods: Ignored,
-}
-
-fn is_zero(v: &i32) -> bool {
-    *v == 0
 }
 
 impl JobStatus {

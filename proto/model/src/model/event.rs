@@ -45,6 +45,7 @@ pub struct Event {
     /// The object the event is about.
     pub involved_object: ObjectReference,
     /// Short machine-readable reason (`Scheduled`, `FailedScheduling`, `Preempted`).
+    #[serde(default)]
     pub reason: String,
     /// Human-readable message.
     #[serde(default)]
@@ -70,4 +71,16 @@ pub struct Event {
     /// Accepted and ignored.
     #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub source: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
+    pub event_time: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
+    pub series: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
+    pub action: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
+    pub related: Ignored,
 }

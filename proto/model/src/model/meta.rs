@@ -6,10 +6,6 @@ use std::time::{Duration, SystemTime};
 
 use super::{Ignored, StringMap};
 
-fn is_zero_i64(v: &i64) -> bool {
-    *v == 0
-}
-
 /// `metadata` of every object (Kubernetes' ObjectMeta).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
@@ -55,7 +51,7 @@ pub struct ObjectMeta {
     /// The version of the desired state: set to 1 when a Deployment is created and
     /// increased whenever its spec changes (other kinds leave it 0); controllers report the
     /// one they acted on as `status.observedGeneration`.
-    #[serde(skip_serializing_if = "is_zero_i64")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub generation: i64,
     /// Accepted and ignored.
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]

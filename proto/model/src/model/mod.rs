@@ -69,6 +69,11 @@ pub(crate) fn skip_ignored(field: &Ignored) -> bool {
     true
 }
 
+/// The `skip_serializing_if` of numbers kube leaves out when zero (`omitempty`).
+pub(crate) fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
+}
+
 /// Labels or annotations: string keys to string values, ordered for determinism.
 pub type StringMap = std::collections::BTreeMap<String, String>;
 

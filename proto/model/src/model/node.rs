@@ -57,6 +57,9 @@ pub struct NodeSpec {
         skip_serializing_if = "crate::model::skip_ignored"
     )]
     pub external_id: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub pod_preemption_policy: Ignored,
 }
 
 /// A condition of a node (`Ready`, `MemoryPressure`, ...).
@@ -101,12 +104,8 @@ pub struct ContainerImage {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub names: Vec<String>,
     /// Size in bytes.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub size_bytes: i64,
-}
-
-fn is_zero(n: &i64) -> bool {
-    *n == 0
 }
 
 /// `status` of a node.
@@ -145,6 +144,18 @@ pub struct NodeStatus {
     /// Accepted and ignored.
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
     pub volumes_in_use: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub config: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub runtime_handlers: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub features: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub declared_features: Ignored,
 }
 
 impl Node {

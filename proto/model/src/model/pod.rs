@@ -204,6 +204,18 @@ pub struct PodSpec {
         skip_serializing_if = "crate::model::skip_ignored"
     )]
     pub set_hostname_as_fqdn: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub hostname_override: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub workload_ref: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub scheduling_group: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub eviction_responders: Ignored,
 }
 
 /// A pod scheduling gate.
@@ -319,6 +331,9 @@ pub struct Container {
     /// Accepted and ignored.
     #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub resize_policy: Ignored,
+    /// Accepted and ignored.
+    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
+    pub restart_policy_rules: Ignored,
 }
 
 /// A network port of a container (`v1.ContainerPort`).
@@ -331,17 +346,13 @@ pub struct ContainerPort {
     /// The port on the pod's IP address, 1..=65535 (required).
     pub container_port: i32,
     /// The port taken on the node, 1..=65535; 0 (the default) takes none.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
     pub host_port: i32,
     /// TCP (the default), UDP or SCTP.
     pub protocol: Protocol,
     /// The node address the host port is bound to; empty means every address (0.0.0.0).
     #[serde(rename = "hostIP", skip_serializing_if = "String::is_empty")]
     pub host_ip: String,
-}
-
-fn is_zero(n: &i32) -> bool {
-    *n == 0
 }
 
 /// A port's protocol (`v1.Protocol`).
@@ -427,32 +438,383 @@ pub struct PodCondition {
     /// Accepted and ignored.
     #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
     pub last_probe_time: Ignored,
+    /// The `metadata.generation` the condition was set for.
+    #[serde(default, skip_serializing_if = "crate::model::is_zero")]
+    pub observed_generation: i64,
 }
 
-/// Status of one container.
+/// Status of one container (`v1.ContainerStatus`), as the agent reports it.
+///
+/// Also reads the shape Berth wrote before it followed kube's (`state: "running"`, with
+/// `exitCode` and `reason` beside it), so that statuses stored by an older Berth still load.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    from = "ContainerStatusWire"
+)]
 pub struct ContainerStatus {
     /// Container name.
     pub name: String,
-    /// Whether it runs now.
-    #[serde(default)]
+    /// What the container does now.
+    pub state: ContainerState,
+    /// How its previous run ended, once it has restarted (`lastState.terminated`).
+    pub last_state: ContainerState,
+    /// Whether it passes its readiness check (Berth: whether it runs).
     pub ready: bool,
     /// Times it was restarted.
-    #[serde(default)]
     pub restart_count: i32,
-    /// `waiting`, `running` or `terminated`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub state: String,
-    /// Exit code of the last termination.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    /// Reason of the current state (`OOMKilled`, `Completed`, `CrashLoopBackOff`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
+    /// The image it runs, as the runtime names it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub image: String,
+    /// The image's id (a digest), as the runtime reports it.
+    #[serde(rename = "imageID", skip_serializing_if = "String::is_empty")]
+    pub image_id: String,
+    /// The container's id, `<runtime>://<id>`.
+    #[serde(rename = "containerID", skip_serializing_if = "String::is_empty")]
+    pub container_id: String,
+    /// Whether it has started (passed its startup probe).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started: Option<bool>,
     /// Accepted and ignored.
-    #[serde(default, skip_serializing_if = "crate::model::skip_ignored")]
-    pub image: Ignored,
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub allocated_resources: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub resources: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub volume_mounts: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub user: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub allocated_resources_status: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub stop_signal: Ignored,
+}
+
+impl ContainerStatus {
+    /// The reason of the current state (`ContainerCreating`, `CrashLoopBackOff`,
+    /// `Completed`, `OOMKilled`); empty when running or unset.
+    pub fn reason(&self) -> &str {
+        self.state.reason()
+    }
+
+    /// The exit code of the current termination, or else of the last one (a container
+    /// waiting to restart).
+    pub fn exit_code(&self) -> Option<i32> {
+        self.state
+            .terminated
+            .as_ref()
+            .or(self.last_state.terminated.as_ref())
+            .map(|t| t.exit_code)
+    }
+
+    /// Moves the container to `state`, as kubelet does: a termination that is replaced
+    /// (by a restart or its back-off) becomes `lastState`, and a termination of a running
+    /// container keeps when it started.
+    pub fn set_state(&mut self, mut state: ContainerState) {
+        if let (Some(running), Some(terminated)) = (&self.state.running, &mut state.terminated) {
+            if terminated.started_at.is_none() {
+                terminated.started_at = running.started_at;
+            }
+        }
+        if let Some(previous) = self.state.terminated.take() {
+            if state.terminated.is_none() {
+                self.last_state = ContainerState {
+                    terminated: Some(previous),
+                    ..ContainerState::default()
+                };
+            }
+        }
+        self.state = state;
+    }
+
+    /// Ends a container that is stopped: one waiting to restart takes its last termination
+    /// as its final state; any other not yet terminated ends at `now` with exit code 0 (the
+    /// simulated runtime has no process to report one).
+    pub fn stop(&mut self, now: Time) {
+        if self.state.is_terminated() {
+            return;
+        }
+        let terminated = match self.last_state.terminated.take() {
+            Some(last) if self.state.is_waiting() => last,
+            last => {
+                self.last_state.terminated = last;
+                ContainerStateTerminated {
+                    finished_at: Some(now),
+                    ..ContainerStateTerminated::default()
+                }
+            }
+        };
+        self.set_state(ContainerState {
+            terminated: Some(terminated),
+            ..ContainerState::default()
+        });
+    }
+}
+
+/// What a container does (`v1.ContainerState`): one of its three members is set, none when
+/// the runtime has not said yet.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContainerState {
+    /// Not running yet, or waiting to be restarted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<ContainerStateWaiting>,
+    /// Running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<ContainerStateRunning>,
+    /// Exited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminated: Option<ContainerStateTerminated>,
+}
+
+impl ContainerState {
+    /// Waiting for `reason`.
+    pub fn waiting(reason: &str) -> Self {
+        ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: reason.to_string(),
+                ..ContainerStateWaiting::default()
+            }),
+            ..ContainerState::default()
+        }
+    }
+
+    /// Running since `started_at`.
+    pub fn running(started_at: Time) -> Self {
+        ContainerState {
+            running: Some(ContainerStateRunning {
+                started_at: Some(started_at),
+            }),
+            ..ContainerState::default()
+        }
+    }
+
+    /// Exited with `exit_code` for `reason` (`Completed`, `Error`, `OOMKilled`) at
+    /// `finished_at`.
+    pub fn terminated(exit_code: i32, reason: &str, finished_at: Time) -> Self {
+        ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                exit_code,
+                reason: reason.to_string(),
+                finished_at: Some(finished_at),
+                ..ContainerStateTerminated::default()
+            }),
+            ..ContainerState::default()
+        }
+    }
+
+    /// Whether the container is waiting.
+    pub fn is_waiting(&self) -> bool {
+        self.waiting.is_some()
+    }
+
+    /// Whether the container runs.
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Whether the container has exited.
+    pub fn is_terminated(&self) -> bool {
+        self.terminated.is_some()
+    }
+
+    /// The reason of a waiting or terminated state; empty otherwise.
+    pub fn reason(&self) -> &str {
+        if let Some(w) = &self.waiting {
+            &w.reason
+        } else if let Some(t) = &self.terminated {
+            &t.reason
+        } else {
+            ""
+        }
+    }
+}
+
+/// `state.waiting` of a container.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContainerStateWaiting {
+    /// Why it is not running (`ContainerCreating`, `CrashLoopBackOff`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Human-readable detail.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// `state.running` of a container.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContainerStateRunning {
+    /// When it (last) started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+}
+
+/// `state.terminated` of a container.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContainerStateTerminated {
+    /// Exit code of its process (always written, as kube does).
+    pub exit_code: i32,
+    /// The signal that ended it, if one did.
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
+    pub signal: i32,
+    /// Why it ended (`Completed`, `Error`, `OOMKilled`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Human-readable detail.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// When the run started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    /// When it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Time>,
+    /// The id of the container that ended.
+    #[serde(rename = "containerID", skip_serializing_if = "String::is_empty")]
+    pub container_id: String,
+}
+
+/// How a [`ContainerStatus`] is read: kube's fields, plus the fields of Berth's older shape.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ContainerStatusWire {
+    name: String,
+    #[serde(default)]
+    state: StateWire,
+    #[serde(default)]
+    last_state: ContainerState,
+    #[serde(default)]
+    ready: bool,
+    #[serde(default)]
+    restart_count: i32,
+    #[serde(default)]
+    image: String,
+    #[serde(default, rename = "imageID")]
+    image_id: String,
+    #[serde(default, rename = "containerID")]
+    container_id: String,
+    #[serde(default)]
+    started: Option<bool>,
+    #[serde(default)]
+    allocated_resources: Ignored,
+    #[serde(default)]
+    resources: Ignored,
+    #[serde(default)]
+    volume_mounts: Ignored,
+    #[serde(default)]
+    user: Ignored,
+    #[serde(default)]
+    allocated_resources_status: Ignored,
+    #[serde(default)]
+    stop_signal: Ignored,
+    /// Older Berth: the exit code of the last termination.
+    #[serde(default)]
+    exit_code: Option<i32>,
+    /// Older Berth: the reason of the current state.
+    #[serde(default)]
+    reason: String,
+}
+
+/// `state` as read: kube's object, or older Berth's name of the state.
+#[derive(Default)]
+enum StateWire {
+    #[default]
+    Unset,
+    Kube(ContainerState),
+    Legacy(String),
+}
+
+impl<'de> Deserialize<'de> for StateWire {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = StateWire;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a container state (waiting, running or terminated)")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<StateWire, E> {
+                match s {
+                    "" | "waiting" | "running" | "terminated" => Ok(StateWire::Legacy(s.into())),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<StateWire, E> {
+                Ok(StateWire::Unset)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<StateWire, A::Error> {
+                ContainerState::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(StateWire::Kube)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+impl From<ContainerStatusWire> for ContainerStatus {
+    fn from(w: ContainerStatusWire) -> Self {
+        let state = match w.state {
+            StateWire::Unset => ContainerState::default(),
+            StateWire::Kube(state) => state,
+            StateWire::Legacy(name) => {
+                let mut state = ContainerState::default();
+                match name.as_str() {
+                    "waiting" => {
+                        state.waiting = Some(ContainerStateWaiting {
+                            reason: w.reason.clone(),
+                            ..ContainerStateWaiting::default()
+                        })
+                    }
+                    "running" => state.running = Some(ContainerStateRunning::default()),
+                    "terminated" => {
+                        state.terminated = Some(ContainerStateTerminated {
+                            exit_code: w.exit_code.unwrap_or(0),
+                            reason: w.reason.clone(),
+                            ..ContainerStateTerminated::default()
+                        })
+                    }
+                    _ => {}
+                }
+                state
+            }
+        };
+        let mut last_state = w.last_state;
+        // An older waiting container (a back-off) kept its last exit code beside its state.
+        if let (Some(code), None, None) = (w.exit_code, &state.terminated, &last_state.terminated) {
+            last_state.terminated = Some(ContainerStateTerminated {
+                exit_code: code,
+                ..ContainerStateTerminated::default()
+            });
+        }
+        ContainerStatus {
+            name: w.name,
+            state,
+            last_state,
+            ready: w.ready,
+            restart_count: w.restart_count,
+            image: w.image,
+            image_id: w.image_id,
+            container_id: w.container_id,
+            started: w.started,
+            allocated_resources: w.allocated_resources,
+            resources: w.resources,
+            volume_mounts: w.volume_mounts,
+            user: w.user,
+            allocated_resources_status: w.allocated_resources_status,
+            stop_signal: w.stop_signal,
+        }
+    }
 }
 
 /// `status` of a pod.
@@ -489,19 +851,60 @@ pub struct PodStatus {
     /// The claims made for the pod's template entries (`spec.resourceClaims`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resource_claim_statuses: Vec<PodResourceClaimStatus>,
-    /// Accepted and ignored.
-    #[serde(rename = "podIP", skip_serializing_if = "crate::model::skip_ignored")]
-    pub pod_ip: Ignored,
-    /// Accepted and ignored.
-    #[serde(rename = "podIPs", skip_serializing_if = "crate::model::skip_ignored")]
-    pub pod_ips: Ignored,
+    /// Addresses of the node (`hostIPs[0]` is `hostIP`).
+    #[serde(rename = "hostIPs", skip_serializing_if = "Vec::is_empty")]
+    pub host_ips: Vec<HostIp>,
+    /// Address of the pod (Berth has no pod network and leaves it empty).
+    #[serde(rename = "podIP", skip_serializing_if = "String::is_empty")]
+    pub pod_ip: String,
+    /// Addresses of the pod (`podIPs[0]` is `podIP`).
+    #[serde(rename = "podIPs", skip_serializing_if = "Vec::is_empty")]
+    pub pod_ips: Vec<PodIp>,
+    /// `Guaranteed`, `Burstable` or `BestEffort`, as reported; Berth computes the class
+    /// from the spec ([`crate::qos`]) and does not read this.
+    #[serde(rename = "qosClass", skip_serializing_if = "String::is_empty")]
+    pub qos_class: String,
+    /// Init containers' status.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub init_container_statuses: Vec<ContainerStatus>,
+    /// Ephemeral containers' status.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ephemeral_container_statuses: Vec<ContainerStatus>,
+    /// The `metadata.generation` this status was written for.
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
+    pub observed_generation: i64,
     /// Accepted and ignored.
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
-    pub qos_class: Ignored,
+    pub resize: Ignored,
     /// Accepted and ignored.
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
-    pub init_container_statuses: Ignored,
+    pub extended_resource_claim_status: Ignored,
     /// Accepted and ignored.
     #[serde(skip_serializing_if = "crate::model::skip_ignored")]
-    pub host_i_ps: Ignored,
+    pub allocated_resources: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub resources: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub node_allocatable_resource_claim_statuses: Ignored,
+    /// Accepted and ignored.
+    #[serde(skip_serializing_if = "crate::model::skip_ignored")]
+    pub volume_health: Ignored,
+}
+
+/// An address of a pod's node (`v1.HostIP`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostIp {
+    /// The address.
+    pub ip: String,
+}
+
+/// An address of a pod (`v1.PodIP`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PodIp {
+    /// The address.
+    pub ip: String,
 }
