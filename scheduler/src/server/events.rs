@@ -150,7 +150,7 @@ pub fn new_event(
         last_timestamp: None,
         reporting_component: component.to_string(),
         reporting_instance: String::new(),
-        source: None,
+        ..Event::default()
     }
 }
 
