@@ -202,7 +202,7 @@ fn process_pods_run_log_restart_and_stop_gracefully() {
     let crash = cluster.pod_json("crash");
     assert_eq!(str_at(&crash, "/status/phase"), "Running", "{crash}");
     assert_eq!(
-        crash.pointer("/status/containerStatuses/0/exitCode"),
+        crash.pointer("/status/containerStatuses/0/lastState/terminated/exitCode"),
         Some(&serde_json::json!(1)),
         "{crash}"
     );

@@ -194,7 +194,10 @@ fn jobs_complete_fail_time_out_and_expire_on_real_processes() {
     assert_eq!(pods_of(&cluster, "broken").len(), 2);
     let failed_pod = &pods_of(&cluster, "broken")[0];
     assert_eq!(str_at(failed_pod, "/status/phase"), "Failed");
-    assert_eq!(failed_pod["status"]["containerStatuses"][0]["exitCode"], 3);
+    assert_eq!(
+        failed_pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+        3
+    );
 
     // slow: its deadline passes; its running pod is deleted and counts as failed.
     wait_for("slow fails", LIMIT, || {

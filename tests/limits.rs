@@ -83,12 +83,12 @@ fn a_process_pod_over_its_memory_limit_ends_oom_killed() {
         });
         let pod = cluster.pod_json(&hog);
         assert_eq!(
-            str_at(&pod, "/status/containerStatuses/0/reason"),
+            str_at(&pod, "/status/containerStatuses/0/state/terminated/reason"),
             "OOMKilled",
             "{pod}"
         );
         assert_eq!(
-            pod.pointer("/status/containerStatuses/0/exitCode"),
+            pod.pointer("/status/containerStatuses/0/state/terminated/exitCode"),
             Some(&serde_json::json!(137)),
             "{pod}"
         );
