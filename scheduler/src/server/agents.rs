@@ -65,6 +65,18 @@ pub struct Sessions {
     next_id: std::sync::atomic::AtomicU64,
     /// Set by [`Sessions::close_all`]: the server is shutting down and opens no session.
     closed: std::sync::atomic::AtomicBool,
+    /// The pods bound to each node, as the dispatcher has routed them: what a session's
+    /// resync starts, without listing every pod of the store for each session that opens.
+    bound: Mutex<BoundPods>,
+}
+
+/// Each node's bound pods that have not ended, by uid; kept by [`dispatch`].
+#[derive(Default)]
+struct BoundPods {
+    /// Whether the dispatcher has routed its first list of the store's pods. Before it,
+    /// `by_node` may miss pods the agents run, which a resync would take for orphans.
+    ready: bool,
+    by_node: HashMap<String, HashMap<String, SharedPod>>,
 }
 
 impl Sessions {
@@ -101,6 +113,48 @@ impl Sessions {
             map.remove(node);
             super::metrics::agent_sessions(map.len());
         }
+    }
+
+    /// Records a routed pod change in the node's bound pods: a pod that ended or went is
+    /// dropped. `ready` is the dispatcher's word that everything the store has sent so far
+    /// was recorded.
+    fn record(&self, pod: &SharedPod, gone: bool, ready: bool) {
+        let mut bound = self.bound.lock().expect("bound pods lock poisoned");
+        let node = &pod.spec.node_name;
+        if gone || pod.status.phase.is_terminal() {
+            if let Some(pods) = bound.by_node.get_mut(node) {
+                pods.remove(&pod.metadata.uid);
+                if pods.is_empty() {
+                    bound.by_node.remove(node);
+                }
+            }
+        } else {
+            bound
+                .by_node
+                .entry(node.clone())
+                .or_default()
+                .insert(pod.metadata.uid.clone(), pod.clone());
+        }
+        bound.ready |= ready;
+    }
+
+    /// The node's bound pods that have not ended, once the dispatcher has routed its first
+    /// list; `None` before, when only the store can say.
+    fn bound_to(&self, node: &str) -> Option<Vec<SharedPod>> {
+        let bound = self.bound.lock().expect("bound pods lock poisoned");
+        bound.ready.then(|| {
+            let mut pods: Vec<SharedPod> = bound
+                .by_node
+                .get(node)
+                .map(|pods| pods.values().cloned().collect())
+                .unwrap_or_default();
+            // In the store's order, as a list gives them.
+            pods.sort_by(|a, b| {
+                (&a.metadata.namespace, &a.metadata.name)
+                    .cmp(&(&b.metadata.namespace, &b.metadata.name))
+            });
+            pods
+        })
     }
 
     fn send(&self, node: &str, event: SessionEvent) {
@@ -154,6 +208,9 @@ pub async fn dispatch(mut pods: Informer, sessions: Arc<Sessions>, shutdown: Can
         if pod.spec.node_name.is_empty() {
             continue;
         }
+        // Recorded before it is sent: a session opened in between finds it either in its
+        // resync or in its channel (its task ignores a second start of one pod).
+        sessions.record(&pod, event.is_delete(), pods.is_current());
         let routed = if event.is_delete() {
             SessionEvent::PodDeleted(pod.clone())
         } else {
@@ -560,20 +617,18 @@ impl AgentService {
         }
     }
 
-    /// The pods bound to a node that should run there.
-    fn bound_pods(&self, node_name: &str) -> Result<Vec<Pod>, Error> {
+    /// The node's bound pods that have not ended: the dispatcher's record once it has
+    /// routed its first list, the store's pods before (at start-up).
+    fn bound_pods(&self, node_name: &str) -> Result<Vec<SharedPod>, Error> {
+        if let Some(pods) = self.sessions.bound_to(node_name) {
+            return Ok(pods);
+        }
         Ok(self
             .store
             .list(Kind::Pod, None)?
             .into_iter()
-            .filter_map(|o| match o {
-                Object::Pod(p)
-                    if p.spec.node_name == node_name && !p.status.phase.is_terminal() =>
-                {
-                    Some(*p)
-                }
-                _ => None,
-            })
+            .filter_map(|o| SharedPod::from_object(Arc::new(o)))
+            .filter(|p| p.spec.node_name == node_name && !p.status.phase.is_terminal())
             .collect())
     }
 }
@@ -848,5 +903,86 @@ impl pb::agent_server::Agent for AgentService {
         Ok(Response::new(Box::pin(
             tokio_stream::wrappers::ReceiverStream::new(rx).map(|msg| Ok(*msg)),
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_proto::model::PodPhase;
+
+    fn pod(namespace: &str, name: &str, node: &str, phase: PodPhase) -> SharedPod {
+        let mut pod = Pod::default();
+        pod.metadata.namespace = namespace.into();
+        pod.metadata.name = name.into();
+        pod.metadata.uid = format!("{namespace}/{name}");
+        pod.spec.node_name = node.into();
+        pod.status.phase = phase;
+        SharedPod::from_object(Arc::new(Object::Pod(Box::new(pod)))).expect("a pod")
+    }
+
+    fn names(pods: Option<Vec<SharedPod>>) -> Option<Vec<String>> {
+        pods.map(|pods| {
+            pods.iter()
+                .map(|p| format!("{}/{}", p.metadata.namespace, p.metadata.name))
+                .collect()
+        })
+    }
+
+    /// What a session's resync starts: the node's pods as the dispatcher routed them, in
+    /// the store's order, without the ended or deleted ones; nothing (the store decides)
+    /// until the dispatcher has routed everything the store sent once.
+    #[test]
+    fn bound_pods_follow_the_routed_changes_once_the_dispatcher_is_ready() {
+        struct Step {
+            pod: SharedPod,
+            gone: bool,
+            ready: bool,
+            want_n1: Option<Vec<&'static str>>,
+        }
+        let steps = [
+            Step {
+                pod: pod("b", "web", "n1", PodPhase::Running),
+                gone: false,
+                ready: false,
+                want_n1: None,
+            },
+            Step {
+                pod: pod("a", "db", "n1", PodPhase::Pending),
+                gone: false,
+                ready: true,
+                want_n1: Some(vec!["a/db", "b/web"]),
+            },
+            Step {
+                pod: pod("a", "other", "n2", PodPhase::Running),
+                gone: false,
+                ready: false,
+                want_n1: Some(vec!["a/db", "b/web"]),
+            },
+            Step {
+                pod: pod("b", "web", "n1", PodPhase::Succeeded),
+                gone: false,
+                ready: false,
+                want_n1: Some(vec!["a/db"]),
+            },
+            Step {
+                pod: pod("a", "db", "n1", PodPhase::Running),
+                gone: true,
+                ready: true,
+                want_n1: Some(vec![]),
+            },
+        ];
+        let sessions = Sessions::default();
+        for (i, step) in steps.into_iter().enumerate() {
+            sessions.record(&step.pod, step.gone, step.ready);
+            let want = step
+                .want_n1
+                .map(|w| w.into_iter().map(String::from).collect::<Vec<_>>());
+            assert_eq!(names(sessions.bound_to("n1")), want, "step {i}");
+        }
+        assert_eq!(
+            names(sessions.bound_to("n2")),
+            Some(vec!["a/other".to_string()])
+        );
     }
 }
