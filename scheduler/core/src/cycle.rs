@@ -351,7 +351,8 @@ impl Algorithm {
             candidates,
             start,
             to_find,
-            nominated: NominatedPods::of(state),
+            // With no nominated pod that counts, no node needs the name look-up.
+            nominated: NominatedPods::of(state).filter(|n| !n.is_empty()),
         };
         let outcome = if filters.is_empty() {
             pass.without_filters()

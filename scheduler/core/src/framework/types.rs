@@ -225,9 +225,49 @@ impl PodInfo {
     }
 }
 
+/// What the Filter and Score plugins read of a node on every visit, copied out of the node
+/// object and the sums of [`NodeInfo`] into one 64-byte-aligned block (the filters' part
+/// in its first cache line, scoring's non-zero sums in the second), so that a cycle's pass
+/// over hundreds of nodes reads no `Arc<Node>` and no scattered fields. [`NodeInfo`]
+/// refreshes it on every change; it is read-only to everyone else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct NodeHot {
+    /// Allocatable cpu, in millicores.
+    pub allocatable_milli_cpu: i64,
+    /// Allocatable memory, in bytes.
+    pub allocatable_memory: i64,
+    /// Allocatable ephemeral storage, in bytes.
+    pub allocatable_ephemeral_storage: i64,
+    /// Pod slots.
+    pub allowed_pods: i64,
+    /// Requested cpu of the node's pods, in millicores.
+    pub requested_milli_cpu: i64,
+    /// Requested memory of the node's pods, in bytes.
+    pub requested_memory: i64,
+    /// Requested ephemeral storage of the node's pods, in bytes.
+    pub requested_ephemeral_storage: i64,
+    /// Number of pods on the node (saturating).
+    pub pods: u32,
+    /// `spec.unschedulable`.
+    pub unschedulable: bool,
+    /// Whether any taint has effect NoSchedule or NoExecute.
+    pub has_do_not_schedule_taints: bool,
+    /// Whether any taint has effect PreferNoSchedule.
+    pub has_prefer_no_schedule_taints: bool,
+    /// Whether the node advertises any scalar (extended) resource, or its pods request one.
+    pub has_scalar_resources: bool,
+    /// Sum of the pods' non-zero cpu (scoring), in millicores.
+    pub non_zero_milli_cpu: i64,
+    /// Sum of the pods' non-zero memory (scoring), in bytes.
+    pub non_zero_memory: i64,
+}
+
 /// A node with the sums plugins need, kept current as pods come and go.
 #[derive(Clone, Debug)]
 pub struct NodeInfo {
+    /// The hot per-node data, refreshed with every change (see [`NodeInfo::hot`]).
+    hot: NodeHot,
     /// The node.
     pub node: Arc<Node>,
     /// What pods may use (allocatable, or capacity where allocatable is unset).
@@ -311,7 +351,8 @@ impl NodeInfo {
     /// A node with no pods.
     pub fn new(node: Arc<Node>) -> Self {
         let allocatable = Resources::from_list(node.allocatable());
-        NodeInfo {
+        let mut info = NodeInfo {
+            hot: NodeHot::default(),
             node,
             allocatable,
             requested: Resources::default(),
@@ -323,7 +364,43 @@ impl NodeInfo {
             used_ports: HostPortUsage::new(),
             generation: next_node_generation(),
             pod_index: None,
-        }
+        };
+        info.refresh_hot();
+        info
+    }
+
+    /// What Filter and Score read on every visit, in one block (see [`NodeHot`]).
+    #[inline]
+    pub fn hot(&self) -> &NodeHot {
+        &self.hot
+    }
+
+    /// Copies the hot data out of the node object and the sums: the one place it is
+    /// computed, called after every change.
+    fn refresh_hot(&mut self) {
+        use berth_model::model::TaintEffect;
+        let taints = &self.node.spec.taints;
+        self.hot = NodeHot {
+            allocatable_milli_cpu: self.allocatable.milli_cpu,
+            allocatable_memory: self.allocatable.memory,
+            allocatable_ephemeral_storage: self.allocatable.ephemeral_storage,
+            allowed_pods: self.allocatable.allowed_pods,
+            requested_milli_cpu: self.requested.milli_cpu,
+            requested_memory: self.requested.memory,
+            requested_ephemeral_storage: self.requested.ephemeral_storage,
+            pods: u32::try_from(self.pods.len()).unwrap_or(u32::MAX),
+            unschedulable: self.node.spec.unschedulable,
+            has_do_not_schedule_taints: taints
+                .iter()
+                .any(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)),
+            has_prefer_no_schedule_taints: taints
+                .iter()
+                .any(|t| t.effect == TaintEffect::PreferNoSchedule),
+            has_scalar_resources: !self.allocatable.scalar.is_empty()
+                || !self.requested.scalar.is_empty(),
+            non_zero_milli_cpu: self.non_zero_milli_cpu,
+            non_zero_memory: self.non_zero_memory,
+        };
     }
 
     /// The node's name.
@@ -340,6 +417,7 @@ impl NodeInfo {
     pub fn set_node(&mut self, node: Arc<Node>) {
         self.allocatable = Resources::from_list(node.allocatable());
         self.node = node;
+        self.refresh_hot();
         self.generation = next_node_generation();
     }
 
@@ -363,6 +441,7 @@ impl NodeInfo {
             }
             None => {}
         }
+        self.refresh_hot();
         self.generation = next_node_generation();
     }
 
@@ -393,6 +472,7 @@ impl NodeInfo {
         self.used_ports.remove(&pod.host_ports);
         self.non_zero_milli_cpu -= pod.non_zero_milli_cpu;
         self.non_zero_memory -= pod.non_zero_memory;
+        self.refresh_hot();
         self.generation = next_node_generation();
         Some(pod)
     }
@@ -515,6 +595,88 @@ mod tests {
             assert!(node.pods.is_empty(), "{}", case.name);
             assert_eq!(node.requested, Resources::default(), "{}", case.name);
         }
+    }
+
+    /// The hot block follows every change of the node and its pods, equal to the fields
+    /// it is copied from, and the filters' part of it fits one cache line.
+    #[test]
+    fn the_hot_block_follows_the_node_and_its_pods() {
+        use berth_model::model::TaintEffect;
+        use berth_model::testing::{NodeBuilder, PodBuilder};
+        fn check(info: &NodeInfo, case: &str) {
+            let hot = info.hot();
+            let node = &info.node;
+            let want = NodeHot {
+                allocatable_milli_cpu: info.allocatable.milli_cpu,
+                allocatable_memory: info.allocatable.memory,
+                allocatable_ephemeral_storage: info.allocatable.ephemeral_storage,
+                allowed_pods: info.allocatable.allowed_pods,
+                requested_milli_cpu: info.requested.milli_cpu,
+                requested_memory: info.requested.memory,
+                requested_ephemeral_storage: info.requested.ephemeral_storage,
+                pods: info.pods.len() as u32,
+                unschedulable: node.spec.unschedulable,
+                has_do_not_schedule_taints: node.spec.taints.iter().any(|t| {
+                    t.effect == TaintEffect::NoSchedule || t.effect == TaintEffect::NoExecute
+                }),
+                has_prefer_no_schedule_taints: node
+                    .spec
+                    .taints
+                    .iter()
+                    .any(|t| t.effect == TaintEffect::PreferNoSchedule),
+                has_scalar_resources: !info.allocatable.scalar.is_empty()
+                    || !info.requested.scalar.is_empty(),
+                non_zero_milli_cpu: info.non_zero_milli_cpu,
+                non_zero_memory: info.non_zero_memory,
+            };
+            assert_eq!(*hot, want, "{case}");
+        }
+        assert_eq!(std::mem::align_of::<NodeHot>(), 64);
+        assert!(std::mem::offset_of!(NodeHot, has_scalar_resources) < 64);
+
+        let plain = NodeBuilder::new("n")
+            .cpu_millis(4000)
+            .memory_mib(8192)
+            .pods(10);
+        let mut info = NodeInfo::new(Arc::new(plain.clone().build()));
+        check(&info, "new");
+        assert_eq!(info.hot().allocatable_milli_cpu, 4000);
+        let web = Arc::new(PodInfo::new(
+            PodBuilder::new("web").uid("u1").cpu_millis(500).build(),
+        ));
+        let gpu = Arc::new(PodInfo::new(
+            PodBuilder::new("gpu")
+                .uid("u2")
+                .request("example.com/gpu", "1")
+                .build(),
+        ));
+        info.add_pod(web);
+        check(&info, "one pod");
+        assert_eq!(info.hot().requested_milli_cpu, 500);
+        info.add_pod(gpu);
+        check(&info, "a pod with an extended resource");
+        assert!(info.hot().has_scalar_resources);
+        let copy = info.clone();
+        info.remove_pod("u1");
+        check(&info, "removed");
+        check(&copy, "the copy keeps its own");
+        assert_eq!(copy.hot().pods, 2);
+        info.set_node(Arc::new(
+            plain
+                .clone()
+                .unschedulable()
+                .taint("a", "", TaintEffect::PreferNoSchedule)
+                .allocatable("example.com/gpu", "2")
+                .build(),
+        ));
+        check(&info, "cordoned, tainted, with a gpu");
+        assert!(info.hot().unschedulable && info.hot().has_prefer_no_schedule_taints);
+        assert!(!info.hot().has_do_not_schedule_taints);
+        info.set_node(Arc::new(
+            plain.taint("b", "", TaintEffect::NoExecute).build(),
+        ));
+        check(&info, "NoExecute");
+        assert!(info.hot().has_do_not_schedule_taints && !info.hot().unschedulable);
     }
 
     /// A position the index has wrong (as two uids with one hash leave it) sends the

@@ -282,16 +282,15 @@ fn for_each_insufficient<'a>(
     node: &NodeInfo,
     mut f: impl FnMut(Shortfall<'a>),
 ) {
-    let allocatable = &node.allocatable;
-    let requested = &node.requested;
-    let pods_on_node = i64::try_from(node.pods.len()).unwrap_or(i64::MAX);
-    if pods_on_node + 1 > allocatable.allowed_pods {
+    let hot = node.hot();
+    let pods_on_node = i64::from(hot.pods);
+    if pods_on_node + 1 > hot.allowed_pods {
         f(Shortfall {
             resource: PODS,
             reason: &REASON_TOO_MANY_PODS_R,
             requested: 1,
             used: pods_on_node,
-            capacity: allocatable.allowed_pods,
+            capacity: hot.allowed_pods,
             unresolvable: false,
         });
     }
@@ -311,31 +310,34 @@ fn for_each_insufficient<'a>(
         CPU,
         &REASON_INSUFFICIENT_CPU_R,
         request.milli_cpu,
-        requested.milli_cpu,
-        allocatable.milli_cpu,
+        hot.requested_milli_cpu,
+        hot.allocatable_milli_cpu,
     );
     check(
         MEMORY,
         &REASON_INSUFFICIENT_MEMORY_R,
         request.memory,
-        requested.memory,
-        allocatable.memory,
+        hot.requested_memory,
+        hot.allocatable_memory,
     );
     check(
         EPHEMERAL_STORAGE,
         &REASON_INSUFFICIENT_EPHEMERAL_STORAGE_R,
         request.ephemeral_storage,
-        requested.ephemeral_storage,
-        allocatable.ephemeral_storage,
+        hot.requested_ephemeral_storage,
+        hot.allocatable_ephemeral_storage,
     );
     for scalar in &request.scalars {
-        check(
-            &scalar.name,
-            &scalar.reason,
-            scalar.want,
-            requested.scalar(&scalar.name),
-            allocatable.scalar(&scalar.name),
-        );
+        // A node that neither has nor hands out any scalar resource has 0 of each.
+        let (used, cap) = if hot.has_scalar_resources {
+            (
+                node.requested.scalar(&scalar.name),
+                node.allocatable.scalar(&scalar.name),
+            )
+        } else {
+            (0, 0)
+        };
+        check(&scalar.name, &scalar.reason, scalar.want, used, cap);
     }
 }
 
@@ -474,33 +476,35 @@ impl ResourceAllocation {
         kind: &ScoredResource,
         pod_req: i64,
     ) -> (i64, i64) {
-        let alloc = &node.allocatable;
+        let hot = node.hot();
         match kind {
             ScoredResource::Cpu => {
                 let used = if self.use_requested {
-                    node.requested.milli_cpu
+                    hot.requested_milli_cpu
                 } else {
-                    node.non_zero_milli_cpu
+                    hot.non_zero_milli_cpu
                 };
-                (alloc.milli_cpu, used + pod_req)
+                (hot.allocatable_milli_cpu, used + pod_req)
             }
             ScoredResource::Memory => {
                 let used = if self.use_requested {
-                    node.requested.memory
+                    hot.requested_memory
                 } else {
-                    node.non_zero_memory
+                    hot.non_zero_memory
                 };
-                (alloc.memory, used + pod_req)
+                (hot.allocatable_memory, used + pod_req)
             }
             ScoredResource::EphemeralStorage => (
-                alloc.ephemeral_storage,
-                node.requested.ephemeral_storage + pod_req,
+                hot.allocatable_ephemeral_storage,
+                hot.requested_ephemeral_storage + pod_req,
             ),
             // A scalar resource the pod does not request is not scored.
             ScoredResource::Scalar(_) if pod_req == 0 => (0, 0),
-            ScoredResource::Scalar(name) => {
-                (alloc.scalar(name), node.requested.scalar(name) + pod_req)
-            }
+            ScoredResource::Scalar(_) if !hot.has_scalar_resources => (0, pod_req),
+            ScoredResource::Scalar(name) => (
+                node.allocatable.scalar(name),
+                node.requested.scalar(name) + pod_req,
+            ),
             ScoredResource::Ignored => (0, 0),
         }
     }

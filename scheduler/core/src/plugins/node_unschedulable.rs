@@ -36,8 +36,7 @@ impl Plugin for NodeUnschedulable {
 
 impl Filter for NodeUnschedulable {
     fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Fit {
-        if !node.node.spec.unschedulable
-            || tolerates(&pod.pod.spec.tolerations, &unschedulable_taint())
+        if !node.hot().unschedulable || tolerates(&pod.pod.spec.tolerations, &unschedulable_taint())
         {
             Fit::Yes
         } else {

@@ -94,6 +94,9 @@ impl PreScoreState {
     }
 
     fn count_untolerated(&self, node: &NodeInfo) -> i64 {
+        if !node.hot().has_prefer_no_schedule_taints {
+            return 0;
+        }
         let count = node
             .node
             .spec
@@ -114,6 +117,9 @@ impl Plugin for TaintToleration {
 
 impl Filter for TaintToleration {
     fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Fit {
+        if !node.hot().has_do_not_schedule_taints {
+            return Fit::Yes;
+        }
         match find_untolerated_taint(
             &node.node.spec.taints,
             &pod.pod.spec.tolerations,
