@@ -7,12 +7,12 @@
 //! PodTopologySpread) can bring a cached state up to date with the few changes since their
 //! last cycle instead of scanning every pod again (see [`super::cache::IncrementalCache`]).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use berth_model::model::{LabelSelector, Node, StringMap};
 
+use super::hash::FastHashMap;
 use super::types::{NodeInfo, PodInfo};
 use crate::dra::state::DraState;
 
@@ -38,15 +38,17 @@ pub struct PodChange {
     pub delta: i64,
 }
 
-/// Nodes and the pods placed on them.
+/// Nodes and the pods placed on them. Its maps hash with [`FastHashMap`]'s hasher: node
+/// names, pod uids, namespaces and image names come from the cluster's own objects, and
+/// the loop looks them up on every placement.
 #[derive(Debug)]
 pub struct Snapshot {
     nodes: Vec<NodeInfo>,
-    index: HashMap<String, usize>,
+    index: FastHashMap<String, usize>,
     /// uid → node index of every placed pod.
-    pod_locations: HashMap<String, usize>,
+    pod_locations: FastHashMap<String, usize>,
     /// Labels of each namespace, for namespaceSelector.
-    namespaces: HashMap<String, StringMap>,
+    namespaces: FastHashMap<String, StringMap>,
     /// Number of placed pods with any inter-pod affinity term (0 lets plugins skip work).
     pods_with_affinity: usize,
     /// Number of placed pods with required anti-affinity.
@@ -57,7 +59,7 @@ pub struct Snapshot {
     dra: Arc<DraState>,
     /// Every image name in the nodes' `status.images`, with its size and how many nodes
     /// have it (ImageLocality's spread).
-    images: HashMap<String, ImageSpread>,
+    images: FastHashMap<String, ImageSpread>,
     /// Unique per snapshot value (a clone gets a new one), so caches never mix snapshots.
     id: u64,
     /// Bumped on every change other than a pod's placement (nodes, namespace labels).
@@ -72,14 +74,14 @@ impl Default for Snapshot {
     fn default() -> Self {
         Snapshot {
             nodes: Vec::new(),
-            index: HashMap::new(),
-            pod_locations: HashMap::new(),
-            namespaces: HashMap::new(),
+            index: FastHashMap::default(),
+            pod_locations: FastHashMap::default(),
+            namespaces: FastHashMap::default(),
             pods_with_affinity: 0,
             pods_with_required_anti_affinity: 0,
             disruption_budgets: Vec::new(),
             dra: Arc::default(),
-            images: HashMap::new(),
+            images: FastHashMap::default(),
             id: next_snapshot_id(),
             epoch: 0,
             generation: 0,
