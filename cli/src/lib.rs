@@ -133,7 +133,6 @@ pub enum Command {
 
 /// Runs `berth` with the process's arguments and standard streams; returns the exit code.
 pub fn main() -> ExitCode {
-    daemon::limit_malloc_arenas();
     // `berth scheduler ...` and `berth agent ...` run the scheduler or an agent in this
     // process, with the flags of `berth-scheduler` and `berth-agent`: `berth dev` starts its
     // cluster this way, so that `cargo run --bin berth -- dev` needs no other binary.
@@ -165,10 +164,7 @@ pub fn main() -> ExitCode {
         eprintln!("error: {e:#}");
         return ExitCode::FAILURE;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match daemon::runtime() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("error: starting the async runtime: {e}");
