@@ -4,7 +4,6 @@
 //! server); binds are group-committed by the [`Writer`] exactly as in `berth-scheduler`,
 //! and a pod counts as scheduled when its bind is in the store.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -153,10 +152,7 @@ impl BindCounter {
         self.other.load(Ordering::Acquire)
     }
 
-    fn count(&self, pod: &Pod, seen: &mut HashSet<String>) {
-        if pod.spec.node_name.is_empty() || !seen.insert(pod.metadata.uid.clone()) {
-            return;
-        }
+    fn count(&self, pod: &Pod) {
         if is_measured(pod) {
             self.measured.fetch_add(1, Ordering::AcqRel);
         } else {
@@ -164,11 +160,12 @@ impl BindCounter {
         }
     }
 
-    /// Follows the pods through `pods` until the store closes or `stop` fires. Pods bound
-    /// before the first list do not count; binds are never undone by the workloads, so after
-    /// a re-list only new binds count.
+    /// Follows the pods through `pods` until the store closes or `stop` fires. A pod counts
+    /// when it is first seen with a node: its reflector's previous version had none (or there
+    /// was none), so no set of counted pods is kept beside the informer's own cache. Pods
+    /// bound before the first list do not count; binds are never undone by the workloads, so
+    /// after a re-list only new binds count.
     async fn follow(self: Arc<Self>, mut pods: Informer, stop: CancellationToken) {
-        let mut seen = HashSet::new();
         let mut listed = false;
         loop {
             let event = tokio::select! {
@@ -177,18 +174,18 @@ impl BindCounter {
             };
             match event {
                 Some(Event::InitDone) => listed = true,
-                Some(Event::InitApply { object, .. }) if !listed => {
-                    if let Object::Pod(pod) = &*object {
-                        if !pod.spec.node_name.is_empty() {
-                            seen.insert(pod.metadata.uid.clone());
+                Some(event) if listed && !event.is_delete() => {
+                    let unbound_before = match event.previous() {
+                        Some(Object::Pod(previous)) => previous.spec.node_name.is_empty(),
+                        _ => true,
+                    };
+                    if let Some(Object::Pod(pod)) = event.object() {
+                        if unbound_before && !pod.spec.node_name.is_empty() {
+                            self.count(pod);
                         }
                     }
                 }
-                Some(event) => {
-                    if let (Some(Object::Pod(pod)), false) = (event.object(), event.is_delete()) {
-                        self.count(pod, &mut seen);
-                    }
-                }
+                Some(_) => {}
                 None => return,
             }
         }
