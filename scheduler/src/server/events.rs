@@ -67,7 +67,7 @@ impl EventRecorder {
         };
         self.writer.submit(Write {
             before: Vec::new(),
-            op: Op::Upsert(Object::Event(Box::new(event))),
+            op: Op::Upsert(Object::Event(Box::new(event))).into(),
             on_failure: None,
             refresh_before: None,
         });
@@ -78,8 +78,11 @@ impl EventRecorder {
 /// forgotten first (an LRU cache).
 struct Remembered {
     capacity: usize,
-    /// Each event with the tick it was last seen at.
-    events: HashMap<DedupeKey, (u64, Event)>,
+    /// Each event with the tick it was last seen at. Boxed: the table keeps twice to four
+    /// times as many slots as events (removals leave tombstones, and hashbrown grows rather
+    /// than rehash a table more than half full), and an `Event` inline made a slot 664
+    /// bytes (10.8 MB for 4,096 events in SchedulingBasic at 50,000 pods; 3.8 MB boxed).
+    events: HashMap<DedupeKey, (u64, Box<Event>)>,
     /// Ticks in the order seen, each naming the key seen then.
     order: BTreeMap<u64, DedupeKey>,
     tick: u64,
@@ -108,7 +111,10 @@ impl Remembered {
             }
         }
         self.order.insert(tick, key.clone());
-        let slot = self.events.entry(key).or_insert_with(|| (tick, new()));
+        let slot = self
+            .events
+            .entry(key)
+            .or_insert_with(|| (tick, Box::new(new())));
         slot.0 = tick;
         &mut slot.1
     }
