@@ -140,45 +140,32 @@ impl Named for (&str, &str) {
     }
 }
 
-impl PartialEq for dyn Named + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.named() == other.named()
-    }
+/// Equality and order by [`Named::named`], for a type that implements it.
+macro_rules! ordered_by_name {
+    ($($t:ty),*) => {$(
+        impl PartialEq for $t {
+            fn eq(&self, other: &Self) -> bool {
+                self.named() == other.named()
+            }
+        }
+
+        impl Eq for $t {}
+
+        impl PartialOrd for $t {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl Ord for $t {
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                self.named().cmp(&other.named())
+            }
+        }
+    )*};
 }
 
-impl Eq for dyn Named + '_ {}
-
-impl PartialOrd for dyn Named + '_ {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for dyn Named + '_ {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.named().cmp(&other.named())
-    }
-}
-
-impl PartialEq for Cached {
-    fn eq(&self, other: &Self) -> bool {
-        self.named() == other.named()
-    }
-}
-
-impl Eq for Cached {}
-
-impl PartialOrd for Cached {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Cached {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.named().cmp(&other.named())
-    }
-}
+ordered_by_name!(dyn Named + '_, Cached);
 
 impl<'a> Borrow<dyn Named + 'a> for Cached {
     fn borrow(&self) -> &(dyn Named + 'a) {
