@@ -1,5 +1,6 @@
 //! The scheduling framework: kube-scheduler's extension points as traits, and the typed data
-//! they work on. Nothing here does IO, takes a lock or is async: plugins are pure functions of
+//! they work on. Nothing here does IO, takes a lock (but [`topology`]'s interner, once per
+//! PreFilter and never per node) or is async: plugins are pure functions of
 //! the pod and the [`Snapshot`], so the cycle, `berth sim`, the tests and the benchmarks all
 //! drive them the same way.
 //!
@@ -9,6 +10,7 @@
 //! - [`types`]: [`PodInfo`] and [`NodeInfo`], the per-object data kept ready for plugins.
 //! - [`snapshot`]: the cluster state a cycle reads, updated incrementally.
 //! - [`cache`]: per-pod plugin state kept across cycles, updated from the snapshot's journal.
+//! - [`topology`]: node labels interned to numbers, for per-node look-ups without strings.
 //! - [`hash`]: a fast hasher for the per-node lookups of plugin state.
 //! - [`nominated`]: running the filters with nominated pods' room counted.
 //! - [`CycleState`], [`Rejection`], [`Diagnosis`] and the plugin traits, below.
@@ -18,6 +20,7 @@ pub mod hash;
 pub mod nominated;
 pub mod resources;
 pub mod snapshot;
+pub mod topology;
 pub mod types;
 
 use std::any::{Any, TypeId};

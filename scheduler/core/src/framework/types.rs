@@ -15,6 +15,7 @@ use berth_model::model::{
 
 use super::hash::{FastHashMap, FastHasher};
 use super::resources::{pod_non_zero_requests, pod_requests, Resources};
+use super::topology::NodeTopology;
 
 /// One inter-pod (anti-)affinity term, resolved against its owning pod: the namespaces it
 /// covers and a selector with matchLabelKeys/mismatchLabelKeys folded in.
@@ -286,6 +287,8 @@ pub struct NodeInfo {
     pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
     /// Host ports the pods hold (kube's `UsedPorts`).
     pub used_ports: HostPortUsage,
+    /// The node's labels interned (NodeAffinity and the topology plugins read them).
+    pub topology: NodeTopology,
     /// Renewed on every change, from a counter shared by every NodeInfo of the process:
     /// two NodeInfos with the same generation are copies of one state (caches may key on
     /// it).
@@ -353,6 +356,7 @@ impl NodeInfo {
         let allocatable = Resources::from_list(node.allocatable());
         let mut info = NodeInfo {
             hot: NodeHot::default(),
+            topology: NodeTopology::of(&node.metadata.labels),
             node,
             allocatable,
             requested: Resources::default(),
@@ -416,6 +420,10 @@ impl NodeInfo {
     /// Replaces the node object (labels, taints, allocatable), keeping its pods.
     pub fn set_node(&mut self, node: Arc<Node>) {
         self.allocatable = Resources::from_list(node.allocatable());
+        // Heartbeats change a node's status, rarely its labels.
+        if node.metadata.labels != self.node.metadata.labels {
+            self.topology = NodeTopology::of(&node.metadata.labels);
+        }
         self.node = node;
         self.refresh_hot();
         self.generation = next_node_generation();

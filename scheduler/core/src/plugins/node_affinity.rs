@@ -12,6 +12,7 @@ use berth_model::model::{
 use serde::{Deserialize, Serialize};
 
 use super::{default_normalize_score, InvalidArgs};
+use crate::framework::topology::{domain_id, key_id, DomainId, KeyId};
 use crate::framework::{
     CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter, PreFilterOutcome,
     PreScore, PreScoreInput, Rejection, Score, Snapshot, MAX_NODE_SCORE,
@@ -186,6 +187,126 @@ impl ParsedTerm {
     }
 }
 
+/// A label requirement with its key and values resolved to the interned numbers of the
+/// nodes' labels ([`crate::framework::topology`]), so a node is matched by comparing
+/// integers. Resolved for one set of nodes (a cycle's snapshot): a value no node has then
+/// resolves to nothing, which is what it matches.
+#[derive(Clone, Debug)]
+enum InternedLabel {
+    /// The node's value of the key is one of these (never empty).
+    In(KeyId, Vec<DomainId>),
+    /// The node lacks the key or its value is none of these (never empty).
+    NotIn(KeyId, Vec<DomainId>),
+    Exists(KeyId),
+    DoesNotExist(KeyId),
+    /// Gt and Lt read the value as a number.
+    Text(LabelRequirement),
+    /// No node has the key or any listed value: the verdict is the same on every node.
+    Always(bool),
+}
+
+impl InternedLabel {
+    fn resolve(r: &LabelRequirement) -> Self {
+        let domains = |key: KeyId, values: &[String]| -> Vec<DomainId> {
+            values.iter().filter_map(|v| domain_id(key, v)).collect()
+        };
+        match r {
+            LabelRequirement::In(k, values) => {
+                match key_id(k).map(|id| (id, domains(id, values))) {
+                    Some((id, ds)) if !ds.is_empty() => Self::In(id, ds),
+                    _ => Self::Always(false),
+                }
+            }
+            LabelRequirement::NotIn(k, values) => {
+                match key_id(k).map(|id| (id, domains(id, values))) {
+                    Some((id, ds)) if !ds.is_empty() => Self::NotIn(id, ds),
+                    _ => Self::Always(true),
+                }
+            }
+            LabelRequirement::Exists(k) => key_id(k).map_or(Self::Always(false), Self::Exists),
+            LabelRequirement::DoesNotExist(k) => {
+                key_id(k).map_or(Self::Always(true), Self::DoesNotExist)
+            }
+            LabelRequirement::Gt(..) | LabelRequirement::Lt(..) => Self::Text(r.clone()),
+        }
+    }
+
+    #[inline]
+    fn matches(&self, node: &NodeInfo) -> bool {
+        match self {
+            Self::In(k, ds) => node.topology.domain(*k).is_some_and(|d| ds.contains(&d)),
+            Self::NotIn(k, ds) => node.topology.domain(*k).is_none_or(|d| !ds.contains(&d)),
+            Self::Exists(k) => node.topology.domain(*k).is_some(),
+            Self::DoesNotExist(k) => node.topology.domain(*k).is_none(),
+            Self::Text(r) => r.matches(node.labels()),
+            Self::Always(verdict) => *verdict,
+        }
+    }
+}
+
+/// A [`ParsedTerm`] with its label requirements resolved ([`InternedLabel`]).
+#[derive(Clone, Debug)]
+struct InternedTerm {
+    labels: Vec<InternedLabel>,
+    fields: Vec<FieldRequirement>,
+}
+
+impl InternedTerm {
+    fn resolve(term: &ParsedTerm) -> Self {
+        InternedTerm {
+            labels: term.labels.iter().map(InternedLabel::resolve).collect(),
+            fields: term.fields.clone(),
+        }
+    }
+
+    /// As [`ParsedTerm::matches`].
+    fn matches(&self, node: &NodeInfo) -> bool {
+        let name = node.name();
+        self.labels.iter().all(|r| r.matches(node))
+            && (name.is_empty() || self.fields.iter().all(|r| r.matches(name)))
+    }
+}
+
+/// [`RequiredNodeAffinity`] resolved to the interned node labels.
+#[derive(Clone, Debug)]
+struct InternedNodeAffinity {
+    /// The nodeSelector's pairs; `None` when a pair is on no node (nothing matches).
+    node_selector: Option<Vec<(KeyId, DomainId)>>,
+    /// The required terms (ORed), if the pod has required node affinity.
+    required: Option<Vec<InternedTerm>>,
+}
+
+impl InternedNodeAffinity {
+    fn resolve(affinity: &RequiredNodeAffinity) -> Self {
+        let node_selector = affinity
+            .node_selector
+            .iter()
+            .map(|(k, v)| {
+                let key = key_id(k)?;
+                Some((key, domain_id(key, v)?))
+            })
+            .collect();
+        let required = affinity
+            .required
+            .as_ref()
+            .map(|m| m.terms.iter().map(InternedTerm::resolve).collect());
+        InternedNodeAffinity {
+            node_selector,
+            required,
+        }
+    }
+
+    fn matches(&self, node: &NodeInfo) -> bool {
+        self.node_selector
+            .as_ref()
+            .is_some_and(|pairs| pairs.iter().all(|&(k, d)| node.topology.has(k, d)))
+            && self
+                .required
+                .as_ref()
+                .is_none_or(|terms| terms.iter().any(|t| t.matches(node)))
+    }
+}
+
 /// Required node selector terms, parsed once (kube's `LazyErrorNodeSelector`): terms are
 /// ORed; an empty term, or one with an invalid requirement, matches no node; no terms at all
 /// match no node.
@@ -290,6 +411,8 @@ pub fn required_node_selector(pod: &Pod) -> Option<&NodeSelector> {
 pub struct RequiredNodeAffinity {
     node_selector: StringMap,
     required: Option<NodeSelectorMatcher>,
+    /// The same, resolved to the nodes' interned labels by [`RequiredNodeAffinity::interned`].
+    interned: Option<InternedNodeAffinity>,
 }
 
 impl RequiredNodeAffinity {
@@ -299,6 +422,25 @@ impl RequiredNodeAffinity {
         RequiredNodeAffinity {
             node_selector: pod.spec.node_selector.clone(),
             required,
+            interned: None,
+        }
+    }
+
+    /// The constraints with their keys and values resolved to the numbers of the nodes'
+    /// interned labels, for [`RequiredNodeAffinity::matches_node`]: valid for the nodes as
+    /// they are now (a cycle's snapshot), as a value no node has resolves to nothing.
+    pub fn interned(mut self) -> Self {
+        self.interned = Some(InternedNodeAffinity::resolve(&self));
+        self
+    }
+
+    /// As [`RequiredNodeAffinity::matches`], by comparing numbers when the constraints were
+    /// [interned](RequiredNodeAffinity::interned).
+    #[inline]
+    pub fn matches_node(&self, node: &NodeInfo) -> bool {
+        match &self.interned {
+            Some(interned) => interned.matches(node),
+            None => self.matches(&node.node),
         }
     }
 
@@ -432,13 +574,13 @@ impl PreFilter for NodeAffinityPlugin {
                 state.skip_filter(NAME);
             } else {
                 state.insert(PreFilterState {
-                    required: RequiredNodeAffinity::from_pod(&pod.pod),
+                    required: RequiredNodeAffinity::from_pod(&pod.pod).interned(),
                 });
             }
             return Ok(PreFilterOutcome::AllNodes);
         };
         state.insert(PreFilterState {
-            required: RequiredNodeAffinity::from_pod(&pod.pod),
+            required: RequiredNodeAffinity::from_pod(&pod.pod).interned(),
         });
         Ok(match pinned_node_names(required) {
             None => PreFilterOutcome::AllNodes,
@@ -460,7 +602,7 @@ impl Filter for NodeAffinityPlugin {
             return Fit::No(Rejection::unresolvable(NAME, REASON_ENFORCED));
         }
         let matches = match state.get::<PreFilterState>() {
-            Some(s) => s.required.matches(&node.node),
+            Some(s) => s.required.matches_node(node),
             None => RequiredNodeAffinity::from_pod(&pod.pod).matches(&node.node),
         };
         if matches {

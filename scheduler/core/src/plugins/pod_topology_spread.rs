@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use berth_model::model::{
-    LabelSelector, LabelSelectorOperator, LabelSelectorRequirement, Node, NodeInclusionPolicy, Pod,
+    LabelSelector, LabelSelectorOperator, LabelSelectorRequirement, NodeInclusionPolicy, Pod,
     StringMap, TopologySpreadConstraint, UnsatisfiableConstraintAction,
 };
 use berth_model::names;
@@ -281,10 +281,10 @@ impl Constraint {
 
     /// Whether the node passes the constraint's node inclusion policies for `pod`, whose
     /// nodeSelector and required node affinity are `required`.
-    fn includes(&self, pod: &Pod, required: &RequiredNodeAffinity, node: &Node) -> bool {
-        (!self.honor_node_affinity || required.matches(node))
+    fn includes(&self, pod: &Pod, required: &RequiredNodeAffinity, node: &NodeInfo) -> bool {
+        (!self.honor_node_affinity || required.matches_node(node))
             && (!self.honor_node_taints
-                || find_untolerated_taint(&node.spec.taints, &pod.spec.tolerations, |t| {
+                || find_untolerated_taint(&node.node.spec.taints, &pod.spec.tolerations, |t| {
                     is_do_not_schedule(t)
                 })
                 .is_none())
@@ -336,9 +336,9 @@ impl PreFilterState {
     }
 
     /// Accounts for `other` placed on (`delta` 1) or removed from (`delta` -1) `node`.
-    fn update(&mut self, pod: &Pod, other: &Pod, node: &Node, delta: i64) {
+    fn update(&mut self, pod: &Pod, other: &Pod, node: &NodeInfo, delta: i64) {
         if other.metadata.namespace != pod.metadata.namespace
-            || !has_all_keys(&node.metadata.labels, &self.constraints)
+            || !has_all_keys(node.labels(), &self.constraints)
         {
             return;
         }
@@ -348,7 +348,7 @@ impl PreFilterState {
             {
                 continue;
             }
-            let value = &node.metadata.labels[&c.topology_key];
+            let value = &node.labels()[&c.topology_key];
             *self.counts[i].entry(value.clone()).or_default() += delta;
             self.min_counts[i] = self.counts[i].values().copied().min().unwrap_or(0);
         }
@@ -374,7 +374,7 @@ impl PreFilter for PodTopologySpread {
             state.skip_filter(NAME);
             return Ok(PreFilterOutcome::AllNodes);
         }
-        let required_node_affinity = RequiredNodeAffinity::from_pod(&pod.pod);
+        let required_node_affinity = RequiredNodeAffinity::from_pod(&pod.pod).interned();
         let key = PreFilterKey {
             constraints: constraints.clone(),
             node_selector: pod.pod.spec.node_selector.clone(),
@@ -391,7 +391,7 @@ impl PreFilter for PodTopologySpread {
                     continue;
                 }
                 for (i, c) in constraints.iter().enumerate() {
-                    if !c.includes(&pod.pod, &required_node_affinity, &node.node) {
+                    if !c.includes(&pod.pod, &required_node_affinity, node) {
                         continue;
                     }
                     *counts[i]
@@ -413,7 +413,7 @@ impl PreFilter for PodTopologySpread {
         let cached = self
             .pre_filter_cache
             .get(snapshot, key, compute, |s, change, node| {
-                s.update(&pod.pod, &change.pod.pod, &node.node, change.delta)
+                s.update(&pod.pod, &change.pod.pod, node, change.delta)
             });
         let self_match = cached
             .constraints
@@ -436,7 +436,7 @@ impl PreFilter for PodTopologySpread {
         _snapshot: &Snapshot,
     ) {
         if let Some(s) = state.get_mut::<FilterState>() {
-            Arc::make_mut(&mut s.counts).update(&pod.pod, &added.pod, &node.node, 1);
+            Arc::make_mut(&mut s.counts).update(&pod.pod, &added.pod, node, 1);
         }
     }
 
@@ -449,7 +449,7 @@ impl PreFilter for PodTopologySpread {
         _snapshot: &Snapshot,
     ) {
         if let Some(s) = state.get_mut::<FilterState>() {
-            Arc::make_mut(&mut s.counts).update(&pod.pod, &removed.pod, &node.node, -1);
+            Arc::make_mut(&mut s.counts).update(&pod.pod, &removed.pod, node, -1);
         }
     }
 }
@@ -552,14 +552,14 @@ impl PreScore for PodTopologySpread {
             })
             .collect();
         let namespace = &pod.pod.metadata.namespace;
-        let required_node_affinity = RequiredNodeAffinity::from_pod(&pod.pod);
+        let required_node_affinity = RequiredNodeAffinity::from_pod(&pod.pod).interned();
         for node in snapshot.nodes() {
             let labels = node.labels();
             if require_all_keys && !has_all_keys(labels, &constraints) {
                 continue;
             }
             for (i, c) in constraints.iter().enumerate() {
-                if !c.includes(&pod.pod, &required_node_affinity, &node.node) {
+                if !c.includes(&pod.pod, &required_node_affinity, node) {
                     continue;
                 }
                 let value = labels.get(&c.topology_key).map_or("", String::as_str);
