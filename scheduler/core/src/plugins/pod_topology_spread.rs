@@ -26,6 +26,7 @@ use super::taint_toleration::{find_untolerated_taint, is_do_not_schedule};
 use super::InvalidArgs;
 use crate::framework::cache::IncrementalCache;
 use crate::framework::hash::FastHashMap;
+use crate::framework::topology::{domain_bound, key_id, DomainId, KeyId};
 use crate::framework::{
     CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter, PreFilterOutcome,
     PreScore, PreScoreInput, Rejection, Score, Snapshot, MAX_NODE_SCORE,
@@ -298,9 +299,75 @@ fn has_all_keys(labels: &StringMap, constraints: &[Constraint]) -> bool {
         .all(|c| labels.contains_key(&c.topology_key))
 }
 
-/// Matching pods per topology domain (the value of the constraint's key), hashed with the
-/// fast hasher: Filter looks a node's domain up here on every node it visits.
-type DomainCounts = FastHashMap<String, i64>;
+/// Matching pods per eligible domain of one constraint's key, indexed by the domain's
+/// interned number ([`crate::framework::topology`]): Filter reads a node's count with an
+/// index instead of hashing its label value.
+#[derive(Clone, Debug, Default)]
+struct DenseCounts {
+    /// `None` for a domain that is not eligible (no node counted for it has it).
+    counts: Vec<Option<i64>>,
+    /// Number of eligible domains.
+    domains: usize,
+    /// The smallest count of an eligible domain (0 when there is none).
+    min: i64,
+}
+
+impl DenseCounts {
+    fn with_bound(bound: usize) -> Self {
+        DenseCounts {
+            counts: vec![None; bound],
+            ..DenseCounts::default()
+        }
+    }
+
+    /// Adds `n` to the domain, making it eligible; the minimum is left to the caller
+    /// ([`DenseCounts::recompute_min`] or [`DenseCounts::update`]).
+    fn add(&mut self, domain: DomainId, n: i64) {
+        let d = domain as usize;
+        if d >= self.counts.len() {
+            self.counts.resize(d + 1, None);
+        }
+        let slot = &mut self.counts[d];
+        if slot.is_none() {
+            self.domains += 1;
+        }
+        *slot.get_or_insert(0) += n;
+    }
+
+    fn recompute_min(&mut self) {
+        self.min = self.counts.iter().flatten().copied().min().unwrap_or(0);
+    }
+
+    /// Adds `delta` to the domain and keeps the minimum exact, rescanning only when the
+    /// domain that held it grows.
+    fn update(&mut self, domain: DomainId, delta: i64) {
+        let before = self.counts.get(domain as usize).copied().flatten();
+        self.add(domain, delta);
+        let after = before.unwrap_or(0) + delta;
+        match before {
+            Some(before) if before == self.min && delta > 0 => self.recompute_min(),
+            Some(_) => self.min = self.min.min(after),
+            None => self.recompute_min(),
+        }
+    }
+
+    /// Matching pods in the domain (0 for a domain that is not eligible).
+    #[inline]
+    fn get(&self, domain: DomainId) -> i64 {
+        self.counts
+            .get(domain as usize)
+            .copied()
+            .flatten()
+            .unwrap_or(0)
+    }
+}
+
+/// The node's domain of each key, or `None` when it lacks one (or a key is on no node).
+fn domains_of(keys: &[Option<KeyId>], node: &NodeInfo) -> Option<Vec<DomainId>> {
+    keys.iter()
+        .map(|k| k.and_then(|k| node.topology.domain(k)))
+        .collect()
+}
 
 /// What Filter reads: the (cached) counts, and what the incoming pod adds to its own domain
 /// per constraint (1 when it matches the constraint's selector), computed once per cycle.
@@ -315,42 +382,42 @@ struct FilterState {
 struct PreFilterState {
     /// The pod's DoNotSchedule constraints.
     constraints: Vec<Constraint>,
+    /// Each constraint's topology key, interned (`None` when no node has it).
+    keys: Vec<Option<KeyId>>,
     /// The pod's nodeSelector and required node affinity.
     required_node_affinity: RequiredNodeAffinity,
     /// Per constraint: matching pods per eligible domain (a domain with none is present
-    /// with 0).
-    counts: Vec<DomainCounts>,
-    /// Per constraint: the smallest count of `counts` (0 when there is no domain).
-    min_counts: Vec<i64>,
+    /// with 0), and their minimum.
+    counts: Vec<DenseCounts>,
 }
 
 impl PreFilterState {
     /// The global minimum of constraint `i`: 0 when there are fewer eligible domains than
     /// minDomains.
     fn global_min(&self, i: usize) -> i64 {
-        if (self.counts[i].len() as i64) < self.constraints[i].min_domains {
+        let counts = &self.counts[i];
+        if (counts.domains as i64) < self.constraints[i].min_domains {
             0
         } else {
-            self.min_counts[i]
+            counts.min
         }
     }
 
     /// Accounts for `other` placed on (`delta` 1) or removed from (`delta` -1) `node`.
     fn update(&mut self, pod: &Pod, other: &Pod, node: &NodeInfo, delta: i64) {
-        if other.metadata.namespace != pod.metadata.namespace
-            || !has_all_keys(node.labels(), &self.constraints)
-        {
+        if other.metadata.namespace != pod.metadata.namespace {
             return;
         }
+        let Some(domains) = domains_of(&self.keys, node) else {
+            return;
+        };
         for (i, c) in self.constraints.iter().enumerate() {
             if !c.includes(pod, &self.required_node_affinity, node)
                 || !c.counts(other, &pod.metadata.namespace)
             {
                 continue;
             }
-            let value = &node.labels()[&c.topology_key];
-            *self.counts[i].entry(value.clone()).or_default() += delta;
-            self.min_counts[i] = self.counts[i].values().copied().min().unwrap_or(0);
+            self.counts[i].update(domains[i], delta);
         }
     }
 }
@@ -382,32 +449,35 @@ impl PreFilter for PodTopologySpread {
             tolerations: pod.pod.spec.tolerations.clone(),
             namespace: pod.pod.metadata.namespace.clone(),
         };
+        let keys: Vec<Option<KeyId>> = constraints
+            .iter()
+            .map(|c| key_id(&c.topology_key))
+            .collect();
         let compute = || {
             let namespace = &pod.pod.metadata.namespace;
-            let mut counts: Vec<DomainCounts> = vec![DomainCounts::default(); constraints.len()];
+            let mut counts: Vec<DenseCounts> = keys
+                .iter()
+                .map(|k| DenseCounts::with_bound(k.map_or(0, domain_bound)))
+                .collect();
             for node in snapshot.nodes() {
-                let labels = node.labels();
-                if !has_all_keys(labels, &constraints) {
+                let Some(domains) = domains_of(&keys, node) else {
                     continue;
-                }
+                };
                 for (i, c) in constraints.iter().enumerate() {
                     if !c.includes(&pod.pod, &required_node_affinity, node) {
                         continue;
                     }
-                    *counts[i]
-                        .entry(labels[&c.topology_key].clone())
-                        .or_default() += c.count_on(node, namespace);
+                    counts[i].add(domains[i], c.count_on(node, namespace));
                 }
             }
-            let min_counts = counts
-                .iter()
-                .map(|m| m.values().copied().min().unwrap_or(0))
-                .collect();
+            for c in &mut counts {
+                c.recompute_min();
+            }
             PreFilterState {
                 constraints: constraints.clone(),
+                keys: keys.clone(),
                 required_node_affinity: required_node_affinity.clone(),
                 counts,
-                min_counts,
             }
         };
         let cached = self
@@ -464,10 +534,10 @@ impl Filter for PodTopologySpread {
             return Fit::Yes;
         };
         for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = node.labels().get(&c.topology_key) else {
+            let Some(domain) = s.keys[i].and_then(|k| node.topology.domain(k)) else {
                 return Fit::No(Rejection::unresolvable(NAME, REASON_NODE_LABEL_NOT_MATCH));
             };
-            let count = s.counts[i].get(value).copied().unwrap_or(0);
+            let count = s.counts[i].get(domain);
             let skew = count + self_match[i] - s.global_min(i);
             if skew > c.max_skew {
                 tracing::trace!(
@@ -485,6 +555,10 @@ impl Filter for PodTopologySpread {
         Fit::Yes
     }
 }
+
+/// Matching pods per topology domain (the value of the constraint's key), hashed with the
+/// fast hasher (PreScore's, computed over the feasible nodes' domains each cycle).
+type DomainCounts = FastHashMap<String, i64>;
 
 /// What PreScore computes for Score.
 #[derive(Clone, Debug)]
@@ -954,6 +1028,34 @@ mod tests {
     }
 
     /// Preemption's hypothetical removals and additions change the verdict.
+    #[test]
+    fn dense_counts_keep_the_minimum_exact() {
+        // (domain, delta) steps; after each, the kept minimum must equal a rescan's.
+        let steps: &[(DomainId, i64)] = &[
+            (0, 0),
+            (2, 3),
+            (0, 1),
+            (0, 1),
+            (2, -1),
+            (2, -1),
+            (2, -1),
+            (5, 0),
+            (5, 2),
+            (0, -2),
+            (5, -2),
+        ];
+        let mut counts = DenseCounts::with_bound(3);
+        for (n, &(domain, delta)) in steps.iter().enumerate() {
+            counts.update(domain, delta);
+            let mut rescanned = counts.clone();
+            rescanned.recompute_min();
+            assert_eq!(counts.min, rescanned.min, "after step {n}");
+        }
+        assert_eq!(counts.domains, 3);
+        assert_eq!(counts.get(1), 0, "never eligible");
+        assert_eq!(counts.get(9), 0, "past the bound");
+    }
+
     #[test]
     fn add_and_remove_pod() {
         enum Step {
