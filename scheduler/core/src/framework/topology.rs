@@ -30,6 +30,8 @@ pub type DomainId = u32;
 #[derive(Debug, Default)]
 struct KeyValues {
     ids: FastHashMap<String, DomainId>,
+    /// Each number's value (stale for a number on the free list).
+    names: Vec<String>,
     /// Nodes holding each value; 0 for a number on the free list.
     holders: Vec<u32>,
     /// Numbers no node holds, to give out again.
@@ -43,8 +45,8 @@ struct Interner {
 }
 
 impl Interner {
-    fn intern(&mut self, key: &str, value: &str) -> (KeyId, DomainId) {
-        let key_id = match self.keys.get(key) {
+    fn key(&mut self, key: &str) -> KeyId {
+        match self.keys.get(key) {
             Some(&id) => id,
             None => {
                 let id = KeyId::try_from(self.values.len()).expect("fewer than 2^32 label keys");
@@ -52,16 +54,27 @@ impl Interner {
                 self.values.push(KeyValues::default());
                 id
             }
-        };
+        }
+    }
+
+    fn intern(&mut self, key: &str, value: &str) -> (KeyId, DomainId) {
+        let key_id = self.key(key);
         let values = &mut self.values[key_id as usize];
         let domain = match values.ids.get(value) {
             Some(&id) => id,
             None => {
-                let id = values.free.pop().unwrap_or_else(|| {
-                    values.holders.push(0);
-                    DomainId::try_from(values.holders.len() - 1)
-                        .expect("fewer than 2^32 values of a label key")
-                });
+                let id = match values.free.pop() {
+                    Some(id) => {
+                        values.names[id as usize] = value.to_string();
+                        id
+                    }
+                    None => {
+                        values.holders.push(0);
+                        values.names.push(value.to_string());
+                        DomainId::try_from(values.holders.len() - 1)
+                            .expect("fewer than 2^32 values of a label key")
+                    }
+                };
                 values.ids.insert(value.to_string(), id);
                 id
             }
@@ -75,7 +88,7 @@ impl Interner {
         let holders = &mut values.holders[domain as usize];
         *holders -= 1;
         if *holders == 0 {
-            values.ids.retain(|_, id| *id != domain);
+            values.ids.remove(&values.names[domain as usize]);
             values.free.push(domain);
         }
     }
@@ -87,6 +100,16 @@ static INTERNER: LazyLock<RwLock<Interner>> = LazyLock::new(RwLock::default);
 pub fn key_id(key: &str) -> Option<KeyId> {
     let interner = INTERNER.read().unwrap_or_else(PoisonError::into_inner);
     interner.keys.get(key).copied()
+}
+
+/// The number of `key`, given to it now if no node has had it yet (keys are never given
+/// back: a cluster has a handful).
+pub fn intern_key(key: &str) -> KeyId {
+    if let Some(id) = key_id(key) {
+        return id;
+    }
+    let mut interner = INTERNER.write().unwrap_or_else(PoisonError::into_inner);
+    interner.key(key)
 }
 
 /// The number of `value` of `key`, if some node holds that label: `None` means no node has
@@ -109,17 +132,22 @@ pub fn domain_bound(key: KeyId) -> usize {
 /// The labels of one node object, interned: (key, domain) pairs sorted by key. Clones share
 /// the pairs; the numbers are given back when the last clone goes.
 #[derive(Clone, Debug, Default)]
-pub struct NodeTopology(Option<Arc<Pairs>>);
+pub struct NodeTopology(Option<Arc<[(KeyId, DomainId)]>>);
 
-#[derive(Debug)]
-struct Pairs(Box<[(KeyId, DomainId)]>);
-
-impl Drop for Pairs {
+impl Drop for NodeTopology {
     fn drop(&mut self) {
+        let Some(pairs) = self.0.take() else {
+            return;
+        };
+        // Under the lock, so that of two last clones dropped at once exactly one sees
+        // itself as the last (every clone's count goes down under the lock).
         let mut interner = INTERNER.write().unwrap_or_else(PoisonError::into_inner);
-        for &(key, domain) in self.0.iter() {
-            interner.release(key, domain);
+        if Arc::strong_count(&pairs) == 1 {
+            for &(key, domain) in pairs.iter() {
+                interner.release(key, domain);
+            }
         }
+        drop(pairs);
     }
 }
 
@@ -134,14 +162,14 @@ impl NodeTopology {
             labels.iter().map(|(k, v)| interner.intern(k, v)).collect()
         };
         pairs.sort_unstable();
-        NodeTopology(Some(Arc::new(Pairs(pairs.into_boxed_slice()))))
+        NodeTopology(Some(Arc::from(pairs)))
     }
 
     /// The node's domain of `key`: the number of its value, `None` when the node does not
     /// have the label.
     #[inline]
     pub fn domain(&self, key: KeyId) -> Option<DomainId> {
-        let pairs = &self.0.as_ref()?.0;
+        let pairs = self.0.as_ref()?;
         // Nodes have a handful of labels: a scan beats a binary search.
         pairs
             .iter()
@@ -188,6 +216,10 @@ mod tests {
         assert!(a.has(zone, domain_id(zone, "a").expect("interned")));
         assert!(domain_bound(zone) >= 2);
         assert_eq!(NodeTopology::default().domain(zone), None);
+        assert_eq!(intern_key("topo-test/zone"), zone);
+        let fresh = intern_key("topo-test/on-no-node");
+        assert_eq!(key_id("topo-test/on-no-node"), Some(fresh));
+        assert_eq!(domain_bound(fresh), 0);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::InvalidArgs;
 use crate::framework::cache::IncrementalCache;
-use crate::framework::hash::FastHashMap;
+use crate::framework::topology::{domain_bound, intern_key, DomainId, KeyId};
 use crate::framework::{
     AffinityTerm, CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter,
     PreFilterOutcome, PreScore, PreScoreInput, Rejection, Score, Snapshot, WeightedAffinityTerm,
@@ -150,40 +150,69 @@ const _: () = {
     assert_send_sync::<InterPodAffinity>();
 };
 
-/// Numbers per topology domain: key → value → number. Entries that reach zero are removed,
-/// so an empty map means no domain holds anything. Shared copy-on-write: a cycle's copy of
-/// the cached counts costs a reference count, and only preemption's changes copy them.
+/// Numbers per topology domain: per label key (interned, [`crate::framework::topology`]),
+/// a dense array indexed by the domain's number. A key whose numbers are all zero is
+/// dropped, so an empty list means no domain holds anything. Shared copy-on-write: a cycle's
+/// copy of the cached counts costs a reference count, and only preemption's changes copy
+/// them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct TopologyCounts(Arc<FastHashMap<String, FastHashMap<String, i64>>>);
+struct TopologyCounts(Arc<Vec<KeyCounts>>);
+
+/// The numbers of one key's domains.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct KeyCounts {
+    key: KeyId,
+    counts: Vec<i64>,
+    /// How many of `counts` are not zero.
+    nonzero: usize,
+}
 
 impl TopologyCounts {
-    fn add(&mut self, key: &str, value: &str, delta: i64) {
+    /// Adds `delta` to the node's domain of `key`, if the node has the key.
+    fn add(&mut self, key: KeyId, node: &NodeInfo, delta: i64) {
         if delta == 0 {
             return;
         }
-        let map = Arc::make_mut(&mut self.0);
-        if !map.contains_key(key) {
-            map.insert(key.to_string(), FastHashMap::default());
-        }
-        let values = map.get_mut(key).expect("inserted above");
-        let count = match values.get_mut(value) {
-            Some(count) => count,
-            None => values.entry(value.to_string()).or_default(),
+        let Some(domain) = node.topology.domain(key) else {
+            return;
         };
-        *count += delta;
-        if *count == 0 {
-            values.remove(value);
-            if values.is_empty() {
-                map.remove(key);
+        let keys = Arc::make_mut(&mut self.0);
+        let i = match keys.iter().position(|k| k.key == key) {
+            Some(i) => i,
+            None => {
+                keys.push(KeyCounts {
+                    key,
+                    counts: vec![0; domain_bound(key)],
+                    nonzero: 0,
+                });
+                keys.len() - 1
             }
+        };
+        let entry = &mut keys[i];
+        let d = domain as usize;
+        if d >= entry.counts.len() {
+            entry.counts.resize(d + 1, 0);
+        }
+        let count = &mut entry.counts[d];
+        let was_zero = *count == 0;
+        *count += delta;
+        match (was_zero, *count == 0) {
+            (true, false) => entry.nonzero += 1,
+            (false, true) => entry.nonzero -= 1,
+            _ => {}
+        }
+        if entry.nonzero == 0 {
+            keys.swap_remove(i);
         }
     }
 
-    fn get(&self, key: &str, value: &str) -> i64 {
+    /// The number of `domain` of `key`.
+    #[inline]
+    fn get(&self, key: KeyId, domain: DomainId) -> i64 {
         self.0
-            .get(key)
-            .and_then(|values| values.get(value))
-            .copied()
+            .iter()
+            .find(|k| k.key == key)
+            .and_then(|k| k.counts.get(domain as usize).copied())
             .unwrap_or(0)
     }
 
@@ -191,21 +220,25 @@ impl TopologyCounts {
         self.0.is_empty()
     }
 
-    /// Whether a domain the node (with these labels) belongs to has a positive number.
-    fn any_positive_on(&self, node_labels: &StringMap) -> bool {
-        self.0.iter().any(|(key, values)| {
-            node_labels
-                .get(key)
-                .and_then(|v| values.get(v))
+    /// Whether a domain the node belongs to has a positive number.
+    #[inline]
+    fn any_positive_on(&self, node: &NodeInfo) -> bool {
+        self.0.iter().any(|k| {
+            node.topology
+                .domain(k.key)
+                .and_then(|d| k.counts.get(d as usize))
                 .is_some_and(|&n| n > 0)
         })
     }
 
     /// Sum of the numbers of the domains the node belongs to.
-    fn sum_on(&self, node_labels: &StringMap) -> i64 {
+    fn sum_on(&self, node: &NodeInfo) -> i64 {
         self.0
             .iter()
-            .filter_map(|(key, values)| node_labels.get(key).and_then(|v| values.get(v)))
+            .filter_map(|k| {
+                let domain = node.topology.domain(k.key)?;
+                k.counts.get(domain as usize).copied()
+            })
             .sum()
     }
 
@@ -216,14 +249,12 @@ impl TopologyCounts {
         terms: &[AffinityTerm],
         target: &Pod,
         target_ns_labels: Option<&StringMap>,
-        node_labels: &StringMap,
+        node: &NodeInfo,
         delta: i64,
     ) {
         for term in terms {
             if term.matches(target, target_ns_labels) {
-                if let Some(value) = node_labels.get(&term.topology_key) {
-                    self.add(&term.topology_key, value, delta);
-                }
+                self.add(intern_key(&term.topology_key), node, delta);
             }
         }
     }
@@ -235,16 +266,14 @@ impl TopologyCounts {
         terms: &[AffinityTerm],
         target: &Pod,
         target_ns_labels: Option<&StringMap>,
-        node_labels: &StringMap,
+        node: &NodeInfo,
         delta: i64,
     ) {
         if !matches_all(terms, target, target_ns_labels) {
             return;
         }
         for term in terms {
-            if let Some(value) = node_labels.get(&term.topology_key) {
-                self.add(&term.topology_key, value, delta);
-            }
+            self.add(intern_key(&term.topology_key), node, delta);
         }
     }
 
@@ -254,17 +283,20 @@ impl TopologyCounts {
         terms: &[WeightedAffinityTerm],
         target: &Pod,
         target_ns_labels: Option<&StringMap>,
-        node_labels: &StringMap,
+        node: &NodeInfo,
         sign: i64,
     ) {
         for t in terms {
             if t.term.matches(target, target_ns_labels) {
-                if let Some(value) = node_labels.get(&t.term.topology_key) {
-                    self.add(&t.term.topology_key, value, sign * t.weight);
-                }
+                self.add(intern_key(&t.term.topology_key), node, sign * t.weight);
             }
         }
     }
+}
+
+/// The interned keys of `terms`, in order.
+fn term_keys(terms: &[AffinityTerm]) -> Vec<KeyId> {
+    terms.iter().map(|t| intern_key(&t.topology_key)).collect()
 }
 
 /// Whether `pod` matches every term; false for no terms.
@@ -285,6 +317,10 @@ struct PreFilterState {
     namespace_labels: Option<StringMap>,
     /// Whether the incoming pod matches all its own required affinity terms.
     matches_own_affinity: bool,
+    /// The interned topology keys of the incoming pod's required affinity terms.
+    affinity_keys: Vec<KeyId>,
+    /// The interned topology keys of the incoming pod's required anti-affinity terms.
+    anti_affinity_keys: Vec<KeyId>,
 }
 
 impl PreFilterState {
@@ -297,12 +333,11 @@ impl PreFilterState {
         snapshot: &Snapshot,
         delta: i64,
     ) {
-        let labels = node.labels();
         self.existing_anti_affinity.add_each_matching(
             &other.required_anti_affinity,
             &pod.pod,
             self.namespace_labels.as_ref(),
-            labels,
+            node,
             delta,
         );
         let other_ns_labels = snapshot.namespace_labels(&other.pod.metadata.namespace);
@@ -310,14 +345,14 @@ impl PreFilterState {
             &pod.required_affinity,
             &other.pod,
             other_ns_labels,
-            labels,
+            node,
             delta,
         );
         self.anti_affinity.add_each_matching(
             &pod.required_anti_affinity,
             &other.pod,
             other_ns_labels,
-            labels,
+            node,
             delta,
         );
     }
@@ -325,34 +360,32 @@ impl PreFilterState {
     /// The incoming pod's required affinity holds on the node: every term's topology key is
     /// on the node and every term's domain holds a matching pod, or no pod matches anywhere
     /// and the pod matches its own terms (the first pod of a group).
-    fn satisfies_pod_affinity(&self, pod: &PodInfo, labels: &StringMap) -> bool {
+    fn satisfies_pod_affinity(&self, node: &NodeInfo) -> bool {
         let mut pods_exist = true;
-        for term in &pod.required_affinity {
-            match labels.get(&term.topology_key) {
-                Some(value) => {
-                    if self.affinity.get(&term.topology_key, value) <= 0 {
-                        pods_exist = false;
-                    }
-                }
-                None => return false,
+        for &key in &self.affinity_keys {
+            let Some(domain) = node.topology.domain(key) else {
+                return false;
+            };
+            if self.affinity.get(key, domain) <= 0 {
+                pods_exist = false;
             }
         }
         pods_exist || (self.affinity.is_empty() && self.matches_own_affinity)
     }
 
     /// No domain of the node holds a pod the incoming pod's anti-affinity matches.
-    fn satisfies_pod_anti_affinity(&self, pod: &PodInfo, labels: &StringMap) -> bool {
+    fn satisfies_pod_anti_affinity(&self, node: &NodeInfo) -> bool {
         self.anti_affinity.is_empty()
-            || pod.required_anti_affinity.iter().all(|term| {
-                labels
-                    .get(&term.topology_key)
-                    .is_none_or(|v| self.anti_affinity.get(&term.topology_key, v) <= 0)
+            || self.anti_affinity_keys.iter().all(|&key| {
+                node.topology
+                    .domain(key)
+                    .is_none_or(|domain| self.anti_affinity.get(key, domain) <= 0)
             })
     }
 
     /// No existing pod's required anti-affinity covers a domain of the node.
-    fn satisfies_existing_anti_affinity(&self, labels: &StringMap) -> bool {
-        !self.existing_anti_affinity.any_positive_on(labels)
+    fn satisfies_existing_anti_affinity(&self, node: &NodeInfo) -> bool {
+        !self.existing_anti_affinity.any_positive_on(node)
     }
 }
 
@@ -375,6 +408,8 @@ impl InterPodAffinity {
                 namespace_labels.as_ref(),
             ),
             namespace_labels,
+            affinity_keys: term_keys(&pod.required_affinity),
+            anti_affinity_keys: term_keys(&pod.required_anti_affinity),
             ..PreFilterState::default()
         };
         if snapshot.has_pods_with_required_anti_affinity() {
@@ -384,7 +419,7 @@ impl InterPodAffinity {
                         &existing.required_anti_affinity,
                         &pod.pod,
                         s.namespace_labels.as_ref(),
-                        node.labels(),
+                        node,
                         1,
                     );
                 }
@@ -400,14 +435,14 @@ impl InterPodAffinity {
                         &pod.required_affinity,
                         &existing.pod,
                         ns_labels,
-                        node.labels(),
+                        node,
                         1,
                     );
                     s.anti_affinity.add_each_matching(
                         &pod.required_anti_affinity,
                         &existing.pod,
                         ns_labels,
-                        node.labels(),
+                        node,
                         1,
                     );
                 }
@@ -480,14 +515,13 @@ impl Filter for InterPodAffinity {
         let Some(s) = state.get::<PreFilterState>() else {
             return Fit::Yes;
         };
-        let labels = node.labels();
         // kube's order: the pod's own affinity (no eviction can create a matching pod), then
         // its anti-affinity, then existing pods' anti-affinity (evicting them may help).
-        let rejection = if !s.satisfies_pod_affinity(pod, labels) {
+        let rejection = if !s.satisfies_pod_affinity(node) {
             Rejection::unresolvable(NAME, REASON_AFFINITY)
-        } else if !s.satisfies_pod_anti_affinity(pod, labels) {
+        } else if !s.satisfies_pod_anti_affinity(node) {
             Rejection::unschedulable(NAME, REASON_ANTI_AFFINITY)
-        } else if !s.satisfies_existing_anti_affinity(labels) {
+        } else if !s.satisfies_existing_anti_affinity(node) {
             Rejection::unschedulable(NAME, REASON_EXISTING_ANTI_AFFINITY)
         } else {
             return Fit::Yes;
@@ -504,7 +538,7 @@ struct PreScoreState {
 }
 
 impl InterPodAffinity {
-    /// Adds to `scores` what one existing pod (on a node with `node_labels`) contributes,
+    /// Adds to `scores` what one existing pod (on `node`) contributes,
     /// times `delta` (1 for a pod placed, -1 for a pod that left).
     #[allow(clippy::too_many_arguments)] // The pods, their namespaces' labels, and the node.
     fn score_existing_pod(
@@ -514,10 +548,10 @@ impl InterPodAffinity {
         pod_ns_labels: Option<&StringMap>,
         existing: &PodInfo,
         existing_ns_labels: Option<&StringMap>,
-        node_labels: &StringMap,
+        node: &NodeInfo,
         delta: i64,
     ) {
-        if node_labels.is_empty() {
+        if node.labels().is_empty() {
             return;
         }
         // The incoming pod's preferences about the existing pod.
@@ -525,14 +559,14 @@ impl InterPodAffinity {
             &pod.preferred_affinity,
             &existing.pod,
             existing_ns_labels,
-            node_labels,
+            node,
             delta,
         );
         scores.add_weighted(
             &pod.preferred_anti_affinity,
             &existing.pod,
             existing_ns_labels,
-            node_labels,
+            node,
             -delta,
         );
         // The existing pod's terms about the incoming pod (symmetry).
@@ -540,9 +574,7 @@ impl InterPodAffinity {
         if hard_weight > 0 {
             for term in &existing.required_affinity {
                 if term.matches(&pod.pod, pod_ns_labels) {
-                    if let Some(value) = node_labels.get(&term.topology_key) {
-                        scores.add(&term.topology_key, value, hard_weight * delta);
-                    }
+                    scores.add(intern_key(&term.topology_key), node, hard_weight * delta);
                 }
             }
         }
@@ -550,14 +582,14 @@ impl InterPodAffinity {
             &existing.preferred_affinity,
             &pod.pod,
             pod_ns_labels,
-            node_labels,
+            node,
             delta,
         );
         scores.add_weighted(
             &existing.preferred_anti_affinity,
             &pod.pod,
             pod_ns_labels,
-            node_labels,
+            node,
             -delta,
         );
     }
@@ -606,7 +638,7 @@ impl PreScore for InterPodAffinity {
                         pod_ns_labels,
                         existing,
                         existing_ns_labels,
-                        node.labels(),
+                        node,
                         1,
                     );
                 }
@@ -626,7 +658,7 @@ impl PreScore for InterPodAffinity {
                     pod_ns_labels,
                     &change.pod,
                     existing_ns_labels,
-                    node.labels(),
+                    node,
                     change.delta,
                 );
             },
@@ -644,7 +676,7 @@ impl Score for InterPodAffinity {
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> i64 {
         state
             .get::<PreScoreState>()
-            .map_or(0, |s| s.topology_score.sum_on(node.labels()))
+            .map_or(0, |s| s.topology_score.sum_on(node))
     }
 
     /// kube's min-max scaling into `0..=MAX_NODE_SCORE`, in floating point and truncated as
@@ -1333,7 +1365,8 @@ mod tests {
         let plugin = InterPodAffinity::default();
         let mut state = CycleState::new();
         let mut topology_score = TopologyCounts::default();
-        topology_score.add(ZONE, "a", 1);
+        let node = NodeBuilder::new("n1").label(ZONE, "a").info();
+        topology_score.add(intern_key(ZONE), &node, 1);
         state.insert(PreScoreState { topology_score });
         let pod = web().info();
         for case in cases {
