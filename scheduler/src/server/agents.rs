@@ -138,6 +138,13 @@ impl Sessions {
         bound.ready |= ready;
     }
 
+    /// Notes the dispatcher's word that everything the store has sent so far was recorded,
+    /// when the change that brought it up to date needed no record (an unbound pod): a
+    /// store whose pods all wait for a node must not leave every resync listing them.
+    fn caught_up(&self) {
+        self.bound.lock().expect("bound pods lock poisoned").ready = true;
+    }
+
     /// The node's bound pods that have not ended, once the dispatcher has routed its first
     /// list; `None` before, when only the store can say.
     fn bound_to(&self, node: &str) -> Option<Vec<SharedPod>> {
@@ -205,12 +212,16 @@ pub async fn dispatch(mut pods: Informer, sessions: Arc<Sessions>, shutdown: Can
         let Some(pod) = event.shared().cloned().and_then(SharedPod::from_object) else {
             continue;
         };
+        let current = pods.is_current();
         if pod.spec.node_name.is_empty() {
+            if current {
+                sessions.caught_up();
+            }
             continue;
         }
         // Recorded before it is sent: a session opened in between finds it either in its
         // resync or in its channel (its task ignores a second start of one pod).
-        sessions.record(&pod, event.is_delete(), pods.is_current());
+        sessions.record(&pod, event.is_delete(), current);
         let routed = if event.is_delete() {
             SessionEvent::PodDeleted(pod.clone())
         } else {
@@ -984,5 +995,12 @@ mod tests {
             names(sessions.bound_to("n2")),
             Some(vec!["a/other".to_string()])
         );
+
+        // Only unbound pods so far: once the dispatcher has caught up on them, the record
+        // (empty) decides, not the store's list.
+        let sessions = Sessions::default();
+        assert_eq!(names(sessions.bound_to("n1")), None);
+        sessions.caught_up();
+        assert_eq!(names(sessions.bound_to("n1")), Some(vec![]));
     }
 }
