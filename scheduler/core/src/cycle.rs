@@ -629,27 +629,35 @@ impl FilterPass<'_> {
             .get((self.start + i) % self.candidates.len())
     }
 
-    fn check(&self, i: usize) -> Option<Rejection> {
-        run_filters_with_nominated_pods(
+    /// Filters the `i`-th node of this pass: its snapshot index and verdict.
+    fn check(&self, i: usize) -> (usize, Option<Rejection>) {
+        let index = self.node_at(i);
+        let verdict = run_filters_with_nominated_pods(
             self.nominated,
             self.filters,
             &self.profile.pre_filters,
             self.state,
             self.pod,
-            &self.snapshot.nodes()[self.node_at(i)],
+            &self.snapshot.nodes()[index],
             self.snapshot,
-        )
+        );
+        (index, verdict)
     }
 
-    /// Records a verdict; true once enough nodes fit.
-    fn record(&self, out: &mut FilterOutcome, i: usize, verdict: Option<Rejection>) -> bool {
+    /// Records the verdict on the node of snapshot index `index`; true once enough nodes
+    /// fit.
+    fn record(
+        &self,
+        out: &mut FilterOutcome,
+        (index, verdict): (usize, Option<Rejection>),
+    ) -> bool {
         match verdict {
             None => {
-                out.feasible.push(self.node_at(i));
+                out.feasible.push(index);
                 out.feasible.len() >= self.to_find
             }
             Some(rejection) => {
-                out.rejected.push((self.node_at(i), rejection));
+                out.rejected.push((index, rejection));
                 false
             }
         }
@@ -669,7 +677,7 @@ impl FilterPass<'_> {
             rejected: Vec::new(),
         };
         for i in 0..self.candidates.len() {
-            if self.record(&mut out, i, self.check(i)) {
+            if self.record(&mut out, self.check(i)) {
                 break;
             }
         }
@@ -689,7 +697,8 @@ impl FilterPass<'_> {
         let mut wave = self.to_find.max(MIN_PARALLEL_WAVE);
         while offset < n {
             let end = (offset + wave).min(n);
-            let verdicts: Vec<Option<Rejection>> = if end - offset < MIN_PARALLEL_WAVE_WORK {
+            let verdicts: Vec<(usize, Option<Rejection>)> = if end - offset < MIN_PARALLEL_WAVE_WORK
+            {
                 (offset..end).map(|i| self.check(i)).collect()
             } else {
                 (offset..end)
@@ -698,8 +707,8 @@ impl FilterPass<'_> {
                     .map(|i| self.check(i))
                     .collect()
             };
-            for (i, verdict) in (offset..end).zip(verdicts) {
-                if self.record(&mut out, i, verdict) {
+            for verdict in verdicts {
+                if self.record(&mut out, verdict) {
                     return out;
                 }
             }

@@ -99,9 +99,15 @@ impl Score for ImageLocality {
         nodes: &[&NodeInfo],
         scores: &mut [i64],
     ) {
-        let s = state.get::<PreScoreState>();
-        for (score, node) in scores.iter_mut().zip(nodes) {
-            *score = s.map_or(0, |s| s.score(node));
+        match state.get::<PreScoreState>() {
+            // No node has any of the pod's images: every node scores the same.
+            Some(s) if s.images.is_empty() => scores.fill(calculate_priority(0, s.containers)),
+            Some(s) => {
+                for (score, node) in scores.iter_mut().zip(nodes) {
+                    *score = s.score(node);
+                }
+            }
+            None => scores.fill(0),
         }
     }
 }

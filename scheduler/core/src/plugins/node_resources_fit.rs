@@ -434,21 +434,41 @@ impl ResourceAllocation {
         pod_requests: &[i64],
         f: impl FnOnce(&[i64], &[i64]) -> R,
     ) -> R {
-        let n = self.kinds.len();
-        if n <= INLINE_RESOURCES {
-            let mut requested = [0i64; INLINE_RESOURCES];
-            let mut allocatable = [0i64; INLINE_RESOURCES];
-            self.fill_node_vectors(
-                node,
-                pod_requests,
-                &mut requested[..n],
-                &mut allocatable[..n],
-            );
-            f(&requested[..n], &allocatable[..n])
-        } else {
-            let (requested, allocatable) = self.node_vectors(node, pod_requests);
-            f(&requested, &allocatable)
+        match self.kinds.len() {
+            // kube's default (cpu and memory) and the one-resource case in arrays of their
+            // own size: nothing to clear or slice beyond what is scored.
+            1 => self.with_fixed_vectors::<1, R>(node, pod_requests, f),
+            2 => self.with_fixed_vectors::<2, R>(node, pod_requests, f),
+            n if n <= INLINE_RESOURCES => {
+                let mut requested = [0i64; INLINE_RESOURCES];
+                let mut allocatable = [0i64; INLINE_RESOURCES];
+                self.fill_node_vectors(
+                    node,
+                    pod_requests,
+                    &mut requested[..n],
+                    &mut allocatable[..n],
+                );
+                f(&requested[..n], &allocatable[..n])
+            }
+            _ => {
+                let (requested, allocatable) = self.node_vectors(node, pod_requests);
+                f(&requested, &allocatable)
+            }
         }
+    }
+
+    /// [`ResourceAllocation::with_node_vectors`] for exactly `N` scored resources.
+    #[inline]
+    fn with_fixed_vectors<const N: usize, R>(
+        &self,
+        node: &NodeInfo,
+        pod_requests: &[i64],
+        f: impl FnOnce(&[i64], &[i64]) -> R,
+    ) -> R {
+        let mut requested = [0i64; N];
+        let mut allocatable = [0i64; N];
+        self.fill_node_vectors(node, pod_requests, &mut requested, &mut allocatable);
+        f(&requested, &allocatable)
     }
 
     fn fill_node_vectors(
