@@ -382,6 +382,7 @@ impl NodeInfo {
     /// Copies the hot data out of the node object and the sums: the one place it is
     /// computed, called after every change.
     fn refresh_hot(&mut self) {
+        use crate::plugins::taint_toleration::is_do_not_schedule;
         use berth_model::model::TaintEffect;
         let taints = &self.node.spec.taints;
         self.hot = NodeHot {
@@ -394,9 +395,7 @@ impl NodeInfo {
             requested_ephemeral_storage: self.requested.ephemeral_storage,
             pods: u32::try_from(self.pods.len()).unwrap_or(u32::MAX),
             unschedulable: self.node.spec.unschedulable,
-            has_do_not_schedule_taints: taints
-                .iter()
-                .any(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)),
+            has_do_not_schedule_taints: taints.iter().any(is_do_not_schedule),
             has_prefer_no_schedule_taints: taints
                 .iter()
                 .any(|t| t.effect == TaintEffect::PreferNoSchedule),

@@ -471,6 +471,8 @@ impl ResourceAllocation {
         f(&requested, &allocatable)
     }
 
+    // Inlined into each fixed size, so that the loop over kube's two resources unrolls.
+    #[inline(always)]
     fn fill_node_vectors(
         &self,
         node: &NodeInfo,
@@ -490,6 +492,7 @@ impl ResourceAllocation {
         }
     }
 
+    #[inline(always)]
     fn allocatable_requested(
         &self,
         node: &NodeInfo,
@@ -518,15 +521,26 @@ impl ResourceAllocation {
                 hot.allocatable_ephemeral_storage,
                 hot.requested_ephemeral_storage + pod_req,
             ),
-            // A scalar resource the pod does not request is not scored.
-            ScoredResource::Scalar(_) if pod_req == 0 => (0, 0),
-            ScoredResource::Scalar(_) if !hot.has_scalar_resources => (0, pod_req),
-            ScoredResource::Scalar(name) => (
-                node.allocatable.scalar(name),
-                node.requested.scalar(name) + pod_req,
-            ),
+            ScoredResource::Scalar(name) => scalar_allocatable_requested(node, name, pod_req),
             ScoredResource::Ignored => (0, 0),
         }
+    }
+}
+
+/// [`ResourceAllocation::allocatable_requested`] of a scalar resource, out of line: kube's
+/// default scores none.
+#[inline(never)]
+fn scalar_allocatable_requested(node: &NodeInfo, name: &str, pod_req: i64) -> (i64, i64) {
+    if pod_req == 0 {
+        // A scalar resource the pod does not request is not scored.
+        (0, 0)
+    } else if !node.hot().has_scalar_resources {
+        (0, pod_req)
+    } else {
+        (
+            node.allocatable.scalar(name),
+            node.requested.scalar(name) + pod_req,
+        )
     }
 }
 
