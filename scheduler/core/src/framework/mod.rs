@@ -32,7 +32,9 @@ use std::sync::Arc;
 pub use nominated::{run_filters, run_filters_with_nominated_pods, NominatedPods};
 pub use resources::Resources;
 pub use snapshot::{DisruptionBudget, ImageSpread, Snapshot};
-pub use types::{AffinityTerm, NodeHot, NodeInfo, PodInfo, SharedPod, WeightedAffinityTerm};
+pub use types::{
+    scalar_resource_bit, AffinityTerm, NodeHot, NodeInfo, PodInfo, SharedPod, WeightedAffinityTerm,
+};
 
 /// Highest score a plugin gives one node (kube's MaxNodeScore).
 pub const MAX_NODE_SCORE: i64 = 100;

@@ -262,6 +262,18 @@ pub struct NodeHot {
     pub non_zero_milli_cpu: i64,
     /// Sum of the pods' non-zero memory (scoring), in bytes.
     pub non_zero_memory: i64,
+    /// The [`scalar_resource_bit`]s of every scalar resource the node advertises or its pods
+    /// request: a resource whose bit is clear is neither (0 of it allocatable, 0 requested),
+    /// so fitting need not look it up by name; a set bit proves nothing.
+    pub scalar_resource_bits: u64,
+}
+
+/// One bit of a 64-bit set standing for the scalar resource `name` (a hash of the name): see
+/// [`NodeHot::scalar_resource_bits`].
+pub fn scalar_resource_bit(name: &str) -> u64 {
+    let mut hasher = FastHasher::default();
+    hasher.write(name.as_bytes());
+    1 << (hasher.finish() >> 58)
 }
 
 /// A node with the sums plugins need, kept current as pods come and go.
@@ -403,6 +415,12 @@ impl NodeInfo {
                 || !self.requested.scalar.is_empty(),
             non_zero_milli_cpu: self.non_zero_milli_cpu,
             non_zero_memory: self.non_zero_memory,
+            scalar_resource_bits: self
+                .allocatable
+                .scalar
+                .iter()
+                .chain(&self.requested.scalar)
+                .fold(0, |bits, (name, _)| bits | scalar_resource_bit(name)),
         };
     }
 
@@ -635,8 +653,18 @@ mod tests {
                     || !info.requested.scalar.is_empty(),
                 non_zero_milli_cpu: info.non_zero_milli_cpu,
                 non_zero_memory: info.non_zero_memory,
+                scalar_resource_bits: hot.scalar_resource_bits,
             };
             assert_eq!(*hot, want, "{case}");
+            for (name, _) in info.allocatable.scalar.iter().chain(&info.requested.scalar) {
+                let bit = scalar_resource_bit(name);
+                assert_ne!(hot.scalar_resource_bits & bit, 0, "{case}: {name}");
+            }
+            assert_eq!(
+                hot.scalar_resource_bits == 0,
+                !hot.has_scalar_resources,
+                "{case}"
+            );
         }
         assert_eq!(std::mem::align_of::<NodeHot>(), 64);
         assert!(std::mem::offset_of!(NodeHot, has_scalar_resources) < 64);

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::InvalidArgs;
 use crate::framework::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::framework::{
-    Code, CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo, PreFilter,
-    PreFilterOutcome, PreScore, PreScoreInput, Reason, Reasons, Rejection, Resources, Score,
-    Snapshot, MAX_NODE_SCORE,
+    scalar_resource_bit, Code, CycleState, Filter, Fit, NodeInfo, Plugin, PluginError, PodInfo,
+    PreFilter, PreFilterOutcome, PreScore, PreScoreInput, Reason, Reasons, Rejection, Resources,
+    Score, Snapshot, MAX_NODE_SCORE,
 };
 
 /// kube-scheduler's name for the plugin.
@@ -216,6 +216,8 @@ struct Shortfall<'a> {
 #[derive(Clone, Debug)]
 struct CheckedScalar {
     name: String,
+    /// The name's [`scalar_resource_bit`].
+    bit: u64,
     want: i64,
     /// `Insufficient <name>`, shared by every node that lacks it.
     reason: Reason,
@@ -255,6 +257,7 @@ impl CheckedRequest {
             })
             .map(|(name, want)| CheckedScalar {
                 name: name.clone(),
+                bit: scalar_resource_bit(name),
                 want: *want,
                 reason: format!("{REASON_INSUFFICIENT_PREFIX}{name}").into(),
             })
@@ -328,8 +331,8 @@ fn for_each_insufficient<'a>(
         hot.allocatable_ephemeral_storage,
     );
     for scalar in &request.scalars {
-        // A node that neither has nor hands out any scalar resource has 0 of each.
-        let (used, cap) = if hot.has_scalar_resources {
+        // A node whose bits lack the resource neither has it nor hands it out.
+        let (used, cap) = if hot.scalar_resource_bits & scalar.bit != 0 {
             (
                 node.requested.scalar(&scalar.name),
                 node.allocatable.scalar(&scalar.name),
@@ -968,7 +971,44 @@ mod tests {
         let existing = PodBuilder::new("existing")
             .cpu_millis(1000)
             .memory_mib(2048);
+        // A resource whose bit in NodeHot is the gpu's: having it must not pass for the gpu.
+        let gpu_bit = scalar_resource_bit("example.com/gpu");
+        let twin: &'static str = (0..)
+            .map(|i| format!("example.com/twin-{i}"))
+            .find(|name| scalar_resource_bit(name) == gpu_bit)
+            .map(|name| &*Box::leak(name.into_boxed_str()))
+            .expect("some name shares the bit");
         let cases = vec![
+            Case {
+                name: "a resource sharing the requested one's bit is not it",
+                args: Args::default(),
+                pod: PodBuilder::new("p").request("example.com/gpu", "1"),
+                node: node_4cpu_8gi().allocatable(twin, "4"),
+                want: Some((
+                    vec!["Insufficient example.com/gpu"],
+                    UnschedulableAndUnresolvable,
+                )),
+            },
+            Case {
+                name: "the requested resource next to one sharing its bit",
+                args: Args::default(),
+                pod: PodBuilder::new("p").request("example.com/gpu", "2"),
+                node: node_4cpu_8gi()
+                    .allocatable(twin, "1")
+                    .allocatable("example.com/gpu", "2"),
+                want: None,
+            },
+            Case {
+                name: "a resource the node no longer has but its pods still hold",
+                args: Args::default(),
+                pod: PodBuilder::new("p").request("example.com/gpu", "1"),
+                node: node_4cpu_8gi()
+                    .with_pod(PodBuilder::new("holder").request("example.com/gpu", "1")),
+                want: Some((
+                    vec!["Insufficient example.com/gpu"],
+                    UnschedulableAndUnresolvable,
+                )),
+            },
             Case {
                 name: "fits with room to spare",
                 args: Args::default(),
