@@ -15,8 +15,9 @@ use tracing::{info, warn};
 /// The allocator of every Berth binary (`berth`, `berth-scheduler`, `berth-agent`: each
 /// runs through this crate): mimalloc instead of glibc's malloc, which (capped at two
 /// arenas for memory's sake) took about a fifth of a SchedulingBasic run's samples in
-/// `_int_malloc`, `malloc_consolidate` and its lock. The run's CPU time falls by a third at
-/// the same peak RSS (docs/performance.md, "The allocator").
+/// `_int_malloc`, `malloc_consolidate` and its lock. The run's CPU time falls by a third;
+/// built without transparent huge pages (`no_thp`, Cargo.toml) the peak RSS falls by a
+/// quarter too (docs/performance.md, "The allocator and the blocking pool").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -32,7 +33,7 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// medians of runs interleaved on a quiet machine: 1,000 ms 378 MiB peak and 17,777 pods/s
 /// (7 runs), 100 ms 350 MiB and ~18,500 (4 runs), 0 ms 345 MiB and 15,986 (5 runs): purging
 /// at once costs the allocator's calls back into the kernel (docs/performance.md, "The
-/// allocator").
+/// allocator and the blocking pool"; measured before `no_thp`).
 const PURGE_DELAY_MS: std::os::raw::c_long = 100;
 
 /// Sets mimalloc's purge delay to [`PURGE_DELAY_MS`] unless `MIMALLOC_PURGE_DELAY` is set
