@@ -6,8 +6,11 @@
 //! from the last resourceVersion it saw, on the next replica that answers, as kube's
 //! reflector watches again: nothing is printed twice or missed; when that version is no
 //! longer remembered (OUT_OF_RANGE), it lists again and prints what changed meanwhile.
+//! On etcd the objects one transaction writes share its revision, and a watch may break
+//! between them: it then goes on from the revision before, skipping the ones it had
+//! ([`ResumePoint`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 use anyhow::bail;
@@ -142,6 +145,67 @@ fn key(object: &Object) -> (String, String) {
 /// name.
 type Shown = HashMap<(String, String), Object>;
 
+/// Where a broken watch goes on from: after the last resourceVersion seen, or, when that
+/// version may be shared by objects not seen yet, from the one before it.
+///
+/// A watch from version V sends the changes after V. On sled every change has a revision of
+/// its own; on etcd the objects one transaction writes (an apply of several documents, a
+/// batch of bindings) share its revision, so a watch that broke after some of them would,
+/// from that revision, never send the others. Going on from the revision before sends them
+/// all again, and the ones already printed are skipped by name: an object changes at most
+/// once in a revision.
+#[derive(Debug)]
+struct ResumePoint {
+    /// The last version seen (or listed), as the server wrote it.
+    version: String,
+    /// That version as a number, when it is one and came from a change.
+    revision: Option<u64>,
+    /// The objects (namespace, name) whose change at `revision` was seen.
+    seen_at: HashSet<(String, String)>,
+}
+
+impl ResumePoint {
+    /// The point after a list at `version`: every change after it is new.
+    fn listed(version: String) -> Self {
+        ResumePoint {
+            version,
+            revision: None,
+            seen_at: HashSet::new(),
+        }
+    }
+
+    /// Takes a change in: false when it is one already seen (sent again after a resume).
+    fn saw(&mut self, object: &Object) -> bool {
+        let version = &object.meta().resource_version;
+        let Ok(revision) = version.parse::<u64>() else {
+            // Not a number: nothing can be shared, so resume right after it.
+            self.version.clone_from(version);
+            self.revision = None;
+            self.seen_at.clear();
+            return true;
+        };
+        match self.revision {
+            Some(last) if revision == last => self.seen_at.insert(key(object)),
+            Some(last) if revision < last => true,
+            _ => {
+                self.version.clone_from(version);
+                self.revision = Some(revision);
+                self.seen_at.clear();
+                self.seen_at.insert(key(object));
+                true
+            }
+        }
+    }
+
+    /// The version to watch from.
+    fn from(&self) -> String {
+        match self.revision {
+            Some(revision) if revision > 0 => (revision - 1).to_string(),
+            _ => self.version.clone(),
+        }
+    }
+}
+
 /// Prints each change of the watch; when the watch breaks, starts it again from the last
 /// version seen (the client moves to another replica when its own went away), and when
 /// that version has expired, lists again and prints the difference.
@@ -149,7 +213,7 @@ type Shown = HashMap<(String, String), Object>;
 async fn follow(
     mut client: Client,
     mut watch: Watch,
-    mut version: String,
+    version: String,
     target: &WatchTarget,
     labels: &berth_proto::model::LabelSelector,
     printer: &mut Printer,
@@ -158,6 +222,7 @@ async fn follow(
 ) -> anyhow::Result<()> {
     let mut delay = RESUME_FIRST_DELAY;
     let mut attempts = 0;
+    let mut resume = ResumePoint::listed(version);
     loop {
         // Whether the version seen last is no longer remembered: list again first.
         let mut expired = false;
@@ -166,7 +231,9 @@ async fn follow(
                 delay = RESUME_FIRST_DELAY;
                 attempts = 0;
                 // Every change moves the version on, shown or not.
-                version.clone_from(&object.meta().resource_version);
+                if !resume.saw(&object) {
+                    continue;
+                }
                 let selected = target.selects(&object, labels);
                 if let Some(kind) = visible_change(kind, &object, selected, shown) {
                     let text = printer.print(target.kind, &[(kind, object)], SystemTime::now())?;
@@ -177,10 +244,10 @@ async fn follow(
             Some(Err(e)) if e.is_expired() => expired = true,
             Some(Err(e)) if !e.breaks_watch() => return Err(e.into()),
             Some(Err(e)) => {
-                tracing::debug!(error = %e, resource_version = %version, "the watch broke; watching again");
+                tracing::debug!(error = %e, resource_version = %resume.version, "the watch broke; watching again");
             }
             None => {
-                tracing::debug!(resource_version = %version, "the server ended the watch; watching again");
+                tracing::debug!(resource_version = %resume.version, "the server ended the watch; watching again");
             }
         }
         watch = loop {
@@ -207,10 +274,13 @@ async fn follow(
                     .collect();
                 let changes = relist_changes(selected, shown);
                 ctx.print(&printer.print(target.kind, &changes, SystemTime::now())?)?;
-                version = listed;
+                resume = ResumePoint::listed(listed);
                 expired = false;
             }
-            match client.watch(target.kind, &target.namespace, &version).await {
+            match client
+                .watch(target.kind, &target.namespace, &resume.from())
+                .await
+            {
                 Ok(watch) => break watch,
                 Err(e) if e.is_expired() => expired = true,
                 Err(e) if e.breaks_watch() => {
@@ -286,6 +356,60 @@ mod tests {
         match cli.command {
             crate::Command::Get(args) => args,
             other => panic!("not get: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_resumed_watch_goes_on_from_before_a_shared_revision_and_skips_what_it_had() {
+        let pod = |name: &str, version: &str| {
+            let mut pod = PodBuilder::new(name).build();
+            pod.metadata.resource_version = version.into();
+            Object::Pod(Box::new(pod))
+        };
+        // (changes taken in, in order: (name, version, new?), then where to resume from)
+        let cases: &[(&str, &str, &[(&str, &str, bool)], &str)] = &[
+            ("right after a list", "10", &[], "10"),
+            ("after one change", "10", &[("a", "11", true)], "10"),
+            (
+                "two objects of one transaction, both seen",
+                "10",
+                &[("a", "12", true), ("b", "12", true)],
+                "11",
+            ),
+            (
+                "after the resume: the one seen is skipped, the other and later ones are new",
+                "10",
+                &[
+                    ("a", "12", true),
+                    ("a", "12", false),
+                    ("b", "12", true),
+                    ("a", "13", true),
+                ],
+                "12",
+            ),
+            (
+                "an older version (not sent by a server) is shown, and moves nothing",
+                "10",
+                &[("a", "12", true), ("b", "11", true)],
+                "11",
+            ),
+            (
+                "a version that is not a number resumes right after it",
+                "10",
+                &[("a", "12", true), ("b", "x", true)],
+                "x",
+            ),
+        ];
+        for (name, listed, changes, from) in cases {
+            let mut resume = ResumePoint::listed(listed.to_string());
+            for (pod_name, version, new) in *changes {
+                assert_eq!(
+                    resume.saw(&pod(pod_name, version)),
+                    *new,
+                    "{name}: {pod_name} at {version}"
+                );
+            }
+            assert_eq!(resume.from(), *from, "{name}");
         }
     }
 
