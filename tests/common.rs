@@ -3,7 +3,6 @@
 
 #![allow(dead_code)]
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -11,13 +10,10 @@ use std::time::{Duration, Instant};
 /// How long any condition may take before a test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A free loopback port (bound then released; the OS does not hand it out again at once).
+/// A free loopback port for a server the test starts (outside the ephemeral range, so no
+/// outgoing connection takes it first).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("binding an ephemeral port")
-        .local_addr()
-        .expect("local address")
-        .port()
+    berth_proto::ports::spare_loopback_port().expect("a free loopback port")
 }
 
 /// A process that is killed when dropped.

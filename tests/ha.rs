@@ -144,6 +144,19 @@ impl HaCluster {
             });
         }
         wait_for("etcd is healthy", GUARD, || {
+            // A member that died will never be healthy: say why at once.
+            for proc in &mut cluster.etcd {
+                if let Ok(Some(status)) = proc.child.try_wait() {
+                    let log = std::fs::read_to_string(
+                        cluster.dir.path().join(format!("{}.log", proc.name)),
+                    );
+                    panic!(
+                        "{} exited ({status}) before it was healthy:\n{}",
+                        proc.name,
+                        log.unwrap_or_default()
+                    );
+                }
+            }
             cluster.members.iter().all(|m| m.is_healthy())
         });
         for i in 0..replicas {

@@ -281,8 +281,8 @@ fn latency_from_metrics(text: &str) -> Option<Latency> {
 }
 
 fn free_address() -> Result<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
-    Ok(listener.local_addr()?.to_string())
+    let addr = berth_proto::ports::spare_loopback_address().context("finding a free port")?;
+    Ok(addr.to_string())
 }
 
 async fn channel(server: &str) -> Result<Channel> {

@@ -442,8 +442,7 @@ fn pick_address(port: u16) -> Result<SocketAddr> {
     if port != 0 && TcpListener::bind(preferred).is_ok() {
         return Ok(preferred);
     }
-    let listener = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
-    Ok(listener.local_addr()?)
+    berth_proto::ports::spare_loopback_address().context("finding a free port")
 }
 
 /// Starts `exe args` with `env` added (secrets go there, not on the command line where

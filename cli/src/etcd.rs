@@ -3,7 +3,7 @@
 //! ports and data folder, the command line that makes the members one cluster, the
 //! `--store` URL that reaches them, and their health.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 /// The Debian package that installs `etcd` (3.4, v3 API).
@@ -63,11 +63,8 @@ pub fn plan(count: usize, dir: &Path) -> Result<Vec<EtcdMember>, EtcdError> {
         .collect()
 }
 
-/// A loopback address with a port the kernel just handed out (and took back).
 fn free_address() -> Result<SocketAddr, EtcdError> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(EtcdError::Port)
+    berth_proto::ports::spare_loopback_address().map_err(EtcdError::Port)
 }
 
 impl EtcdMember {

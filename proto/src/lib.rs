@@ -9,6 +9,7 @@
 //! - [`etcd`]: client code generated from `proto/etcd.proto`, the slice of etcd's v3 API
 //!   the etcd store speaks.
 //! - [`codec`]: the gRPC codec of `pb`'s services (prost's, with smaller stream buffers).
+//! - [`ports`]: loopback ports for the servers Berth starts as child processes.
 //! - [`wire`]: `pb` ⇄ `model`, in one place: objects to and from their JSON, with errors
 //!   that name the field.
 //! - [`conditions`], [`model`], [`names`], [`qos`], [`quantity`], [`resources`], [`selector`], [`taints`], [`validate`], [`decode`]:
@@ -17,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod ports;
 pub mod wire;
 
 pub use berth_model::{

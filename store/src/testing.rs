@@ -2,7 +2,6 @@
 //! that need one, and the rule for when `etcd` is missing: skip with a message, or fail
 //! when the `CI` environment variable is set.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -147,8 +146,5 @@ fn spawn(dir: &Path, client_url: &str, peer_url: &str) -> Result<Child, String> 
 }
 
 fn free_port() -> Result<u16, String> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free loopback port: {e}"))
+    berth_proto::ports::spare_loopback_port().map_err(|e| format!("no free loopback port: {e}"))
 }
