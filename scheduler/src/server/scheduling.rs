@@ -56,6 +56,15 @@ const WATCHED: [Kind; 6] = [
 /// Longest the loop sleeps when nothing happens (it then re-checks the queue's timers).
 const IDLE_TICK: Duration = Duration::from_secs(1);
 
+/// Most writes (bindings, events, status updates) the loop lets wait for the store before
+/// it stops scheduling until a commit is done: eight of the writer's batches (~2,000 pods),
+/// so that the writer always has full batches waiting. Without a bound a loop faster than
+/// the store ran tens of thousands of pods ahead, each held twice meanwhile (its assumed
+/// copy in the snapshot, its Scheduled event in the queue): SchedulingBasic with 50,000
+/// pods peaked at 296 MiB (266-305) against 261 (259-271) with the bound, at the same
+/// throughput (docs/performance.md, "The loop waits for the writer").
+const WRITES_AHEAD: usize = 8 * super::writer::MAX_BATCH;
+
 /// What the loop knows of a pod not bound in the store (yet): bound pods are the
 /// snapshot's.
 struct KnownPod {
@@ -244,6 +253,14 @@ impl SchedulingLoop {
             self.drain_changes();
             self.drain_failures();
             self.drain_explain_queries();
+            if self.live.writer.backlog() > WRITES_AHEAD {
+                // Until a commit is done; then the changes that came meanwhile are applied
+                // at once, above.
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = self.live.writer.caught_up(WRITES_AHEAD) => continue,
+                }
+            }
             let started = Instant::now();
             match self.core.schedule_one(&mut self.live) {
                 Some(Attempt::Skipped) => continue,

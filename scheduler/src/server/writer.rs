@@ -4,11 +4,12 @@
 //! many writes (group commit). If a joint commit fails, its writes are retried one by one so
 //! that one stale write cannot sink the others.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use berth_proto::model::{Object, Time};
 use berth_store::{ObjectStore, Op, Precondition};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tracing::{debug, error, warn};
 
 use super::binding::assign;
@@ -16,7 +17,7 @@ use crate::framework::SharedPod;
 
 /// Most writes taken from the queue at once (committed in transactions of at most
 /// [`berth_store::MAX_FENCED_TXN_OPS`] operations).
-const MAX_BATCH: usize = 512;
+pub(crate) const MAX_BATCH: usize = 512;
 
 /// One write and who wants to hear that it failed.
 pub struct Write {
@@ -105,6 +106,23 @@ pub struct FailureNotice {
 #[derive(Clone)]
 pub struct Writer {
     tx: mpsc::UnboundedSender<Write>,
+    backlog: Arc<Backlog>,
+}
+
+/// How many writes are queued or being committed, and a wake-up for whoever waits for the
+/// writer to catch up.
+#[derive(Default)]
+struct Backlog {
+    writes: AtomicUsize,
+    drained: Notify,
+}
+
+impl Backlog {
+    /// `count` writes are done (committed or failed).
+    fn done(&self, count: usize) {
+        self.writes.fetch_sub(count, Ordering::AcqRel);
+        self.drained.notify_waiters();
+    }
 }
 
 impl Writer {
@@ -114,13 +132,35 @@ impl Writer {
         failures: mpsc::UnboundedSender<FailureNotice>,
     ) -> (Writer, tokio::task::JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let handle = tokio::spawn(run(store, rx, failures));
-        (Writer { tx }, handle)
+        let backlog = Arc::new(Backlog::default());
+        let handle = tokio::spawn(run(store, rx, failures, backlog.clone()));
+        (Writer { tx, backlog }, handle)
     }
 
     /// Queues a write. Returns false if the writer has stopped.
     pub fn submit(&self, write: Write) -> bool {
-        self.tx.send(write).is_ok()
+        self.backlog.writes.fetch_add(1, Ordering::AcqRel);
+        let sent = self.tx.send(write).is_ok();
+        if !sent {
+            self.backlog.done(1);
+        }
+        sent
+    }
+
+    /// How many submitted writes are not done yet (queued, or in the commit under way).
+    pub fn backlog(&self) -> usize {
+        self.backlog.writes.load(Ordering::Acquire)
+    }
+
+    /// Returns once at most `limit` writes are left to do (at once if so already).
+    pub async fn caught_up(&self, limit: usize) {
+        loop {
+            let drained = self.backlog.drained.notified();
+            if self.backlog() <= limit {
+                return;
+            }
+            drained.await;
+        }
     }
 }
 
@@ -128,6 +168,7 @@ async fn run(
     store: Arc<dyn ObjectStore>,
     mut rx: mpsc::UnboundedReceiver<Write>,
     failures: mpsc::UnboundedSender<FailureNotice>,
+    backlog: Arc<Backlog>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
@@ -142,6 +183,7 @@ async fn run(
         let started = std::time::Instant::now();
         let committed = tokio::task::spawn_blocking(move || commit(store.as_ref(), writes)).await;
         super::metrics::store_commit(count, started.elapsed());
+        backlog.done(count);
         let failed = match committed {
             Ok(failed) => failed,
             Err(e) => {
@@ -391,5 +433,71 @@ mod tests {
             };
             assert_eq!(ns.metadata.labels["v"], want_data, "refresh {refresh}");
         }
+    }
+
+    /// A store whose commits wait until the test opens its gate.
+    struct GatedStore {
+        inner: SledStore,
+        open: std::sync::Mutex<bool>,
+        opened: std::sync::Condvar,
+    }
+
+    impl ObjectStore for GatedStore {
+        fn get(&self, key: &ObjectKey) -> berth_store::Result<Option<Object>> {
+            self.inner.get(key)
+        }
+        fn list(&self, kind: Kind, namespace: Option<&str>) -> berth_store::Result<Vec<Object>> {
+            self.inner.list(kind, namespace)
+        }
+        fn commit(&self, ops: Vec<Op>) -> berth_store::Result<Vec<berth_store::Change>> {
+            let open = self.open.lock().expect("gate");
+            drop(self.opened.wait_while(open, |open| !*open).expect("gate"));
+            self.inner.commit(ops)
+        }
+        fn revision(&self) -> u64 {
+            self.inner.revision()
+        }
+        fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<berth_store::Change>> {
+            self.inner.subscribe()
+        }
+    }
+
+    /// The backlog counts writes until their commit is done, and `caught_up` waits for it
+    /// to fall to its limit: what holds the scheduling loop back when the store is slow.
+    #[tokio::test]
+    async fn the_backlog_counts_writes_until_they_are_committed() {
+        let store = Arc::new(GatedStore {
+            inner: SledStore::temporary().expect("store"),
+            open: std::sync::Mutex::new(false),
+            opened: std::sync::Condvar::new(),
+        });
+        let (failures, _) = mpsc::unbounded_channel();
+        let (writer, _task) = Writer::spawn(store.clone(), failures);
+        for i in 0..3 {
+            assert!(writer.submit(Write {
+                before: Vec::new(),
+                op: Op::Create(namespace_named(&format!("n{i}"))).into(),
+                on_failure: None,
+                refresh_before: None,
+            }));
+        }
+        assert_eq!(writer.backlog(), 3);
+        // At or under the limit already: no wait.
+        writer.caught_up(3).await;
+        let waiting = writer.clone();
+        let waiter = tokio::spawn(async move { waiting.caught_up(0).await });
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !waiter.is_finished(),
+            "caught up while every commit was held"
+        );
+        assert_eq!(writer.backlog(), 3);
+        *store.open.lock().expect("gate") = true;
+        store.opened.notify_all();
+        waiter.await.expect("the waiter");
+        assert_eq!(writer.backlog(), 0);
+        assert_eq!(store.list(Kind::Namespace, None).expect("list").len(), 3);
     }
 }
