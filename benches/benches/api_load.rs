@@ -314,10 +314,10 @@ fn main() {
     let clients = setting("BERTH_LOAD_CLIENTS", 200) as usize;
     let nodes = setting("BERTH_LOAD_NODES", 1000) as usize;
     let bulk = setting("BERTH_LOAD_BULK", 5000) as usize;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    // The server's process as `berth-scheduler` runs it: its allocator (mimalloc, linked in
+    // with berth-cli) tuned the same way, and its runtime.
+    berth_cli::daemon::tune_allocator();
+    let rt = berth_cli::daemon::runtime().expect("tokio runtime");
     rt.block_on(async move {
         let dir = tempfile::tempdir().expect("temporary store");
         let store = std::env::var("BERTH_LOAD_STORE").unwrap_or_default();
