@@ -111,6 +111,17 @@ pub(crate) fn prepare(
     mut object: Object,
     resource_version: String,
 ) -> Result<(Vec<u8>, Object)> {
+    let (bytes, read_back) = prepare_in_place(key, &mut object, resource_version)?;
+    Ok((bytes, read_back.unwrap_or(object)))
+}
+
+/// [`prepare`] on the object where it is (no copy of it): returns the bytes to store and,
+/// when a read will not return the object itself, what it will return.
+pub(crate) fn prepare_in_place(
+    key: &ObjectKey,
+    object: &mut Object,
+    resource_version: String,
+) -> Result<(Vec<u8>, Option<Object>)> {
     let meta = object.meta_mut();
     meta.resource_version = resource_version;
     if !key.kind.is_namespaced() {
@@ -118,7 +129,7 @@ pub(crate) fn prepare(
     }
     // As the encoding writes them, so that the object equals its read-back.
     object.fill_type_meta();
-    let (bytes, lossless) = serialize_lossless(|| encode_object(key, &object));
+    let (bytes, lossless) = serialize_lossless(|| encode_object(key, object));
     let bytes = bytes?;
     let kind = object.kind();
     if lossless
@@ -128,14 +139,14 @@ pub(crate) fn prepare(
         // Every test build checks the claim on every write.
         #[cfg(debug_assertions)]
         assert_eq!(
-            decode_object(key, &bytes)?,
-            object,
+            &decode_object(key, &bytes)?,
+            &*object,
             "{key}: the object written differs from its read-back"
         );
-        return Ok((bytes, object));
+        return Ok((bytes, None));
     }
     let stored = decode_object(key, &bytes)?;
-    Ok((bytes, stored))
+    Ok((bytes, Some(stored)))
 }
 
 /// The kinds whose JSON encoding loses nothing but what [`serialize_lossless`] notes: every

@@ -1,6 +1,7 @@
 //! [`SledStore`]: the [`ObjectStore`] on a sled database, one tree per kind plus a `meta` tree
 //! for the revision counter, written in multi-tree transactions.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,7 +17,7 @@ use tokio::sync::broadcast;
 
 use crate::objects::{
     check, check_update, decode_identity, decode_key, decode_object, encode_key, keep_identity,
-    normalize_key, prepare, stamp_new, Identity,
+    normalize_key, prepare_in_place, stamp_new, Identity,
 };
 use crate::{Change, ChangeType, Error, ObjectStore, Op, Result};
 
@@ -200,21 +201,51 @@ impl ObjectStore for SledStore {
             return Ok(Vec::new());
         }
         let _guard = self.lock();
+        // The ops' objects are stamped and encoded where they are, not copied: sled may run
+        // the transaction again, so each run first puts back the one field a run both
+        // reads and overwrites (an update's own resourceVersion, a precondition); the
+        // others it sets the same way every time.
+        let sent_versions: Vec<Option<String>> = ops
+            .iter()
+            .map(|op| op_object(op).map(|o| o.meta().resource_version.clone()))
+            .collect();
+        let ops = RefCell::new(ops);
         let result = self.trees.as_slice().transaction(|view| {
+            let mut ops = ops.borrow_mut();
+            for (op, version) in ops.iter_mut().zip(&sent_versions) {
+                if let (Some(object), Some(version)) = (op_object_mut(op), version) {
+                    object.meta_mut().resource_version.clone_from(version);
+                }
+            }
             let meta = &view[Kind::ALL.len()];
             let mut revision = decode_revision(meta.get(REVISION_KEY)?).map_err(abort)?;
-            let mut changes = Vec::with_capacity(ops.len());
-            for op in &ops {
+            let mut applied = Vec::with_capacity(ops.len());
+            for op in ops.iter_mut() {
                 revision += 1;
-                changes.push(apply(view, op, revision)?);
+                applied.push(apply(view, op, revision)?);
             }
             meta.insert(REVISION_KEY, &revision.to_be_bytes())?;
-            Ok(changes)
+            Ok(applied)
         });
-        let changes = result.map_err(|e| match e {
+        let applied = result.map_err(|e| match e {
             TransactionError::Abort(e) => e,
             TransactionError::Storage(e) => Error::Sled(e),
         })?;
+        let changes: Vec<Change> = ops
+            .into_inner()
+            .into_iter()
+            .zip(applied)
+            .map(|(op, applied)| {
+                let object = match (applied.object, op) {
+                    (Some(object), _) => object,
+                    (None, Op::Create(object) | Op::Upsert(object) | Op::Update { object, .. }) => {
+                        object
+                    }
+                    (None, Op::Delete { .. }) => unreachable!("a deletion returns what it removed"),
+                };
+                change(applied.change_type, object, applied.revision)
+            })
+            .collect();
         let revision = changes.last().map_or(0, |c| c.revision);
         self.revision.store(revision, Ordering::Release);
         drop(_guard);
@@ -278,18 +309,48 @@ fn abort(e: Error) -> ConflictableTransactionError<Error> {
     ConflictableTransactionError::Abort(e)
 }
 
-/// Applies one op inside the commit's transaction, stamping it with `revision`.
-fn apply(view: &[TransactionalTree], op: &Op, revision: u64) -> TxResult<Change> {
+/// What [`apply`] did: the change but for its object, which is the op's own (stamped in
+/// place) unless `object` holds another (a deletion's last state, or an object that reads
+/// back otherwise than written).
+struct Applied {
+    change_type: ChangeType,
+    object: Option<Object>,
+    revision: u64,
+}
+
+/// The object an op writes.
+fn op_object(op: &Op) -> Option<&Object> {
+    match op {
+        Op::Create(object) | Op::Upsert(object) | Op::Update { object, .. } => Some(object),
+        Op::Delete { .. } => None,
+    }
+}
+
+/// [`op_object`], mutable.
+fn op_object_mut(op: &mut Op) -> Option<&mut Object> {
+    match op {
+        Op::Create(object) | Op::Upsert(object) | Op::Update { object, .. } => Some(object),
+        Op::Delete { .. } => None,
+    }
+}
+
+/// Applies one op inside the commit's transaction, stamping its object (in place) with
+/// `revision`.
+fn apply(view: &[TransactionalTree], op: &mut Op, revision: u64) -> TxResult<Applied> {
+    let applied = |change_type, object| Applied {
+        change_type,
+        object,
+        revision,
+    };
     match op {
         Op::Create(object) => {
             let (key, stored_key, tree) = locate(view, object)?;
             if tree.get(&stored_key)?.is_some() {
                 return Err(abort(Error::AlreadyExists { key }));
             }
-            let mut object = object.clone();
-            stamp_new(&mut object);
-            let object = put(tree, &key, stored_key, object, revision)?;
-            Ok(change(ChangeType::Added, object, revision))
+            stamp_new(object);
+            let read_back = put(tree, &key, stored_key, object, revision)?;
+            Ok(applied(ChangeType::Added, read_back))
         }
         Op::Update {
             object,
@@ -300,26 +361,24 @@ fn apply(view: &[TransactionalTree], op: &Op, revision: u64) -> TxResult<Change>
                 return Err(abort(Error::NotFound { key }));
             };
             check_update(&key, &stored, object, precondition).map_err(abort)?;
-            let mut object = object.clone();
-            keep_identity(&mut object, &stored);
-            let object = put(tree, &key, stored_key, object, revision)?;
-            Ok(change(ChangeType::Modified, object, revision))
+            keep_identity(object, &stored);
+            let read_back = put(tree, &key, stored_key, object, revision)?;
+            Ok(applied(ChangeType::Modified, read_back))
         }
         Op::Upsert(object) => {
             let (key, stored_key, tree) = locate(view, object)?;
-            let mut object = object.clone();
             let change_type = match load_identity(tree, &key, &stored_key)? {
                 Some(stored) => {
-                    keep_identity(&mut object, &stored);
+                    keep_identity(object, &stored);
                     ChangeType::Modified
                 }
                 None => {
-                    stamp_new(&mut object);
+                    stamp_new(object);
                     ChangeType::Added
                 }
             };
-            let object = put(tree, &key, stored_key, object, revision)?;
-            Ok(change(change_type, object, revision))
+            let read_back = put(tree, &key, stored_key, object, revision)?;
+            Ok(applied(change_type, read_back))
         }
         Op::Delete { key, precondition } => {
             let key = normalize_key(key);
@@ -331,7 +390,7 @@ fn apply(view: &[TransactionalTree], op: &Op, revision: u64) -> TxResult<Change>
             check(&key, &Identity::of(&stored), precondition).map_err(abort)?;
             tree.remove(stored_key)?;
             stored.meta_mut().resource_version = revision.to_string();
-            Ok(change(ChangeType::Deleted, stored, revision))
+            Ok(applied(ChangeType::Deleted, Some(stored)))
         }
     }
 }
@@ -374,17 +433,18 @@ fn load_identity(
     }
 }
 
-/// Writes the object with its new resourceVersion and returns it as stored.
+/// Writes the object with its new resourceVersion (set in place); returns what a read will
+/// return when that is not the object itself ([`prepare_in_place`]).
 fn put(
     tree: &TransactionalTree,
     key: &ObjectKey,
     stored_key: Vec<u8>,
-    object: Object,
+    object: &mut Object,
     revision: u64,
-) -> TxResult<Object> {
-    let (bytes, stored) = prepare(key, object, revision.to_string()).map_err(abort)?;
+) -> TxResult<Option<Object>> {
+    let (bytes, read_back) = prepare_in_place(key, object, revision.to_string()).map_err(abort)?;
     tree.insert(stored_key, bytes)?;
-    Ok(stored)
+    Ok(read_back)
 }
 
 /// The revision counter's value; 0 when it was never written.
