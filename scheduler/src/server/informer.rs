@@ -323,11 +323,15 @@ impl Reflector {
         if stale {
             return None;
         }
-        let map = self.objects.entry(key.kind).or_default();
-        if held_under(map, named(&key)).is_some_and(|c| c.revision >= change.revision) {
-            return None;
-        }
         if change.change_type == ChangeType::Deleted {
+            let newer_held = self
+                .objects
+                .get(&key.kind)
+                .and_then(|map| held_under(map, named(&key)))
+                .is_some_and(|c| c.revision >= change.revision);
+            if newer_held {
+                return None;
+            }
             self.tombstones.insert(key.clone(), change.revision);
             // The change carries the last stored state, stamped with the deletion's revision.
             self.remove(&key)?;
@@ -336,7 +340,7 @@ impl Reflector {
             });
         }
         let object = change.object.clone();
-        let previous = self.insert(key, change.revision, object.clone());
+        let previous = self.store(key, change.revision, object.clone(), true)?;
         Some(Event::Apply { object, previous })
     }
 
@@ -415,6 +419,33 @@ impl Reflector {
         revision: u64,
         object: Arc<Object>,
     ) -> Option<Arc<Object>> {
+        self.store(key, revision, object, false).flatten()
+    }
+
+    /// Stores an object, keeping the owner index, and returns the state it replaces; with
+    /// `only_newer`, keeps instead a held state at `revision` or later and returns `None`.
+    /// One search of the set in the common case (the object is new or older): the informers
+    /// apply a change per pod write, and the loop's thread spent ~3.5% of a SchedulingBasic
+    /// run in the name compares of a look-up followed by a replace.
+    fn store(
+        &mut self,
+        key: ObjectKey,
+        revision: u64,
+        object: Arc<Object>,
+        only_newer: bool,
+    ) -> Option<Option<Arc<Object>>> {
+        let map = self.objects.entry(key.kind).or_default();
+        let replaced = map.replace(Cached {
+            revision,
+            object: object.clone(),
+        });
+        let previous = match replaced {
+            Some(held) if only_newer && held.revision >= revision => {
+                map.replace(held);
+                return None;
+            }
+            replaced => replaced.map(|c| c.object),
+        };
         if let Some(index) = &mut self.dependents {
             for owner in &object.meta().owner_references {
                 if !owner.uid.is_empty() {
@@ -425,19 +456,10 @@ impl Reflector {
                 }
             }
         }
-        let previous = self
-            .objects
-            .entry(key.kind)
-            .or_default()
-            .replace(Cached {
-                revision,
-                object: object.clone(),
-            })
-            .map(|c| c.object);
         if let Some(previous) = &previous {
             self.unindex(&key, previous, Some(&object));
         }
-        previous
+        Some(previous)
     }
 
     /// Removes an object, keeping the owner index; returns its last state.
