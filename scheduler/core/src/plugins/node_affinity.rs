@@ -261,9 +261,13 @@ impl InternedTerm {
 
     /// As [`ParsedTerm::matches`].
     fn matches(&self, node: &NodeInfo) -> bool {
-        let name = node.name();
+        // The name only when a field requirement asks for it: it is in the node object, a
+        // pointer away from the hot block that the resource and taint Filters read.
         self.labels.iter().all(|r| r.matches(node))
-            && (name.is_empty() || self.fields.iter().all(|r| r.matches(name)))
+            && (self.fields.is_empty() || {
+                let name = node.name();
+                name.is_empty() || self.fields.iter().all(|r| r.matches(name))
+            })
     }
 }
 
