@@ -61,7 +61,7 @@ const IDLE_TICK: Duration = Duration::from_secs(1);
 /// so that the writer always has full batches waiting. Without a bound a loop faster than
 /// the store ran tens of thousands of pods ahead, each held twice meanwhile (its assumed
 /// copy in the snapshot, its Scheduled event in the queue): SchedulingBasic with 50,000
-/// pods peaked at 296 MiB (266-305) against 261 (259-271) with the bound, at the same
+/// pods peaked at 285 MiB (266-305) against 266 (259-272) with the bound, at the same
 /// throughput (docs/performance.md, "The loop waits for the writer").
 const WRITES_AHEAD: usize = 8 * super::writer::MAX_BATCH;
 

@@ -2,7 +2,9 @@
 //! task that commits whatever has queued up in as few store transactions as etcd's limit of
 //! operations per transaction allows (counting the leader's fence), so one disk flush serves
 //! many writes (group commit). If a joint commit fails, its writes are retried one by one so
-//! that one stale write cannot sink the others.
+//! that one stale write cannot sink the others. It counts the writes not done yet, so that
+//! the scheduling loop can wait for it instead of running ever further ahead
+//! ([`Writer::backlog`], [`Writer::caught_up`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
