@@ -15,8 +15,9 @@ const EPHEMERAL_LOW_DEFAULT: u16 = 32_768;
 /// The lowest port picked: above the well-known and most registered services.
 const FLOOR: u16 = 10_000;
 
-/// Candidates drawn so far in this process. Each candidate is drawn once, so threads of
-/// one process (parallel tests) never get the same port.
+/// Candidates drawn so far in this process. Each candidate is drawn once (until the draws
+/// wrap around the range, some 20,000 of them), so threads of one process (parallel tests)
+/// do not get the same port.
 static DRAWN: AtomicU32 = AtomicU32::new(0);
 
 /// A loopback address with a port nothing is bound to, outside the ephemeral range (in it

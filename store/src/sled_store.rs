@@ -207,13 +207,16 @@ impl ObjectStore for SledStore {
         // others it sets the same way every time.
         let sent_versions: Vec<Option<String>> = ops
             .iter()
-            .map(|op| op_object(op).map(|o| o.meta().resource_version.clone()))
+            .map(|op| match op {
+                Op::Update { object, .. } => Some(object.meta().resource_version.clone()),
+                _ => None,
+            })
             .collect();
         let ops = RefCell::new(ops);
         let result = self.trees.as_slice().transaction(|view| {
             let mut ops = ops.borrow_mut();
             for (op, version) in ops.iter_mut().zip(&sent_versions) {
-                if let (Some(object), Some(version)) = (op_object_mut(op), version) {
+                if let (Op::Update { object, .. }, Some(version)) = (op, version) {
                     object.meta_mut().resource_version.clone_from(version);
                 }
             }
@@ -316,22 +319,6 @@ struct Applied {
     change_type: ChangeType,
     object: Option<Object>,
     revision: u64,
-}
-
-/// The object an op writes.
-fn op_object(op: &Op) -> Option<&Object> {
-    match op {
-        Op::Create(object) | Op::Upsert(object) | Op::Update { object, .. } => Some(object),
-        Op::Delete { .. } => None,
-    }
-}
-
-/// [`op_object`], mutable.
-fn op_object_mut(op: &mut Op) -> Option<&mut Object> {
-    match op {
-        Op::Create(object) | Op::Upsert(object) | Op::Update { object, .. } => Some(object),
-        Op::Delete { .. } => None,
-    }
 }
 
 /// Applies one op inside the commit's transaction, stamping its object (in place) with
