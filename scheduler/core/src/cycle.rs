@@ -62,30 +62,44 @@ const PARALLEL_SCORE_THRESHOLD: usize = 512;
 /// parallel, and the slice a plugin looks its cycle state up for.
 const PARALLEL_SCORE_CHUNK: usize = 64;
 
-/// Makes the calling thread the first worker of a new rayon pool with one more worker per
-/// further core (or `RAYON_NUM_THREADS` workers in all), for a thread that runs cycles one after another (the scheduling loop). The
-/// cycle's parallel passes then split their nodes between this thread and the others, the
-/// caller working on its own share at once. Run from a thread outside any pool, a pass is
-/// handed to rayon's global pool while the caller sleeps until it is done: two wake-ups per
-/// pass, and the caller's core idle (on 50,000 nodes the kernel's futex and scheduler were a
-/// fifth of a profile).
+/// Makes the calling thread the first worker of a new rayon pool, for a thread that runs
+/// cycles one after another (the scheduling loop). The cycle's parallel passes then split
+/// their nodes between this thread and the pool's other workers, the caller working on its
+/// own share at once. Run from a thread outside any pool, a pass is handed to rayon's global
+/// pool while the caller sleeps until it is done: two wake-ups per pass, and the caller's
+/// core idle (on 50,000 nodes the kernel's futex and scheduler were a fifth of a profile).
+///
+/// The pool has a worker for every core but one (at least this thread), or
+/// `RAYON_NUM_THREADS` workers in all where that is set: the loop shares the machine with
+/// the writer that commits its bindings, and a pass spread over every core took the
+/// writer's (on two cores, at 50,000 nodes, the loop alone scheduled 1.6 times as many pods
+/// per second; docs/performance.md). With one worker the passes run in order, as written.
 ///
 /// The pool lasts as long as the value returned: keep it while the thread schedules. None
 /// when the thread is already a pool's worker or no pool could be built; the passes then use
-/// the global pool as before.
+/// the global pool.
 pub fn adopt_thread_for_parallel_passes(name: &str) -> Option<rayon::ThreadPool> {
     let name = name.to_string();
-    match rayon::ThreadPoolBuilder::new()
+    let mut builder = rayon::ThreadPoolBuilder::new()
         .use_current_thread()
-        .thread_name(move |i| format!("{name}-{i}"))
-        .build()
-    {
+        .thread_name(move |i| format!("{name}-{i}"));
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        builder = builder.num_threads(cores.saturating_sub(1).max(1));
+    }
+    match builder.build() {
         Ok(pool) => Some(pool),
         Err(e) => {
             tracing::warn!(error = %e, "parallel passes stay on rayon's global pool");
             None
         }
     }
+}
+
+/// Whether a pass over `work` items, of which `threshold` are worth splitting, runs on
+/// rayon's pool: only when the pool the caller would use has a second worker.
+fn runs_in_parallel(work: usize, threshold: usize) -> bool {
+    work > threshold && rayon::current_num_threads() > 1
 }
 
 /// kube's message when the cluster has no node at all.
@@ -391,7 +405,7 @@ impl Algorithm {
         };
         let outcome = if filters.is_empty() {
             pass.without_filters()
-        } else if n > PARALLEL_FILTER_THRESHOLD {
+        } else if runs_in_parallel(n, PARALLEL_FILTER_THRESHOLD) {
             pass.parallel()
         } else {
             pass.sequential()
@@ -998,7 +1012,7 @@ fn raw_scores(
         }
     };
     let block = PARALLEL_SCORE_CHUNK * k;
-    if nodes.len() > PARALLEL_SCORE_THRESHOLD {
+    if runs_in_parallel(nodes.len(), PARALLEL_SCORE_THRESHOLD) {
         raw.par_chunks_mut(block)
             .zip(nodes.par_chunks(PARALLEL_SCORE_CHUNK))
             .for_each(score_slice);
