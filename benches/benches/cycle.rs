@@ -1,7 +1,8 @@
 //! One scheduling cycle (`Algorithm::schedule` with the default profile) over synthetic
 //! snapshots of 1k and 5k nodes: plain pods, and pods with required anti-affinity among
-//! existing anti-affinity pods; plain pods on 50k nodes too. The snapshot is not changed between iterations, so each
-//! iteration is the same decision (the start index rotates, as in the loop).
+//! existing anti-affinity pods; plain pods on 50k nodes too. The snapshot is not changed
+//! between iterations, so each iteration is the same decision (the start index rotates, as
+//! in the loop).
 
 use berth_benches::{pod, snapshot};
 use berth_scheduler::cycle::{

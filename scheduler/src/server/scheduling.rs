@@ -239,7 +239,8 @@ impl SchedulingLoop {
     }
 
     async fn run(mut self, shutdown: CancellationToken) {
-        // This thread does the cycle's parallel passes itself, with the pool's other workers.
+        // This thread runs the cycle's passes itself, in a pool of its own that leaves a core
+        // to the writer (see `adopt_thread_for_parallel_passes`).
         let _pool = berth_core::cycle::adopt_thread_for_parallel_passes("scheduling-pass");
         // The informer's first list.
         self.drain_changes();

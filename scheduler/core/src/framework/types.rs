@@ -401,8 +401,8 @@ impl NodeInfo {
         &self.hot
     }
 
-    /// Asks the processor to start loading the node's first two cache lines (the hot block
-    /// and the node's pointer), so that a pass over many nodes can have the next nodes'
+    /// Asks the processor to start loading the node's first two cache lines (the hot block,
+    /// the node's pointer and its interned labels), so that a pass over many nodes can have the next nodes'
     /// lines in flight while it works on this one. Only a hint: it changes nothing and
     /// costs two instructions.
     #[inline]
