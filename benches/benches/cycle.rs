@@ -2,7 +2,9 @@
 //! snapshots of 1k and 5k nodes: plain pods, and pods with required anti-affinity among
 //! existing anti-affinity pods; plain pods on 50k nodes too. The snapshot is not changed
 //! between iterations, so each iteration is the same decision (the start index rotates, as
-//! in the loop).
+//! in the loop). Plain pods reuse the memo's passes and scores on every node once each
+//! node has been visited (as the loop does on every node but the one it bound to);
+//! `basic_afresh` runs every plugin on every node (`Algorithm::without_memo`).
 
 use berth_benches::{pod, snapshot};
 use berth_scheduler::cycle::{
@@ -21,6 +23,12 @@ fn cycle(c: &mut Criterion) {
         let cases = [
             ("basic", false, PodTemplate::Default, PodTemplate::Default),
             (
+                "basic_afresh",
+                false,
+                PodTemplate::Default,
+                PodTemplate::Default,
+            ),
+            (
                 "anti_affinity",
                 false,
                 PodTemplate::AntiAffinity,
@@ -34,7 +42,7 @@ fn cycle(c: &mut Criterion) {
             ),
         ];
         for (name, zoned, existing, incoming) in cases {
-            if nodes > 5000 && name != "basic" {
+            if nodes > 5000 && !name.starts_with("basic") {
                 // The scale case: SchedulingBasic's cycle where kube's rule visits 5% of
                 // the nodes (2,500), out of the caches.
                 continue;
@@ -43,6 +51,9 @@ fn cycle(c: &mut Criterion) {
             let snap = snapshot(nodes, zoned, &[(existing, nodes / 5)]);
             let pod = pod(incoming, "measured-000000");
             let mut algorithm = Algorithm::new(1);
+            if name == "basic_afresh" {
+                algorithm = algorithm.without_memo();
+            }
             group.bench_function(BenchmarkId::new(name, nodes), |b| {
                 b.iter(|| {
                     let result = algorithm.schedule(

@@ -18,13 +18,16 @@ use std::collections::{BTreeMap, HashSet};
 use tracing::field::Empty;
 
 use crate::framework::{
-    run_filters_with_nominated_pods, Code, CycleState, Diagnosis, Filter, NodeInfo, NominatedPods,
-    Nomination, PluginError, PodInfo, PostFilterInput, PostFilterOutcome, PreFilterOutcome,
-    PreScoreInput, Rejection, Score, Snapshot, TieBreak, MAX_NODE_SCORE,
+    run_filters, run_filters_with_nominated_pods, Code, CycleState, Diagnosis, Filter, NodeInfo,
+    NominatedPods, Nomination, PluginError, PodInfo, PostFilterInput, PostFilterOutcome,
+    PreFilterOutcome, PreScoreInput, Rejection, Score, Snapshot, TieBreak, MAX_NODE_SCORE,
 };
 use crate::nominator::Nominator;
 use crate::plugins::dynamic_resources;
 use crate::profile::Profile;
+
+mod memo;
+use memo::{Memo, ScorePlan, SCORE_SLOTS};
 
 /// Below this many nodes every node is evaluated (kube's minFeasibleNodesToFind); above it,
 /// the search stops after at least this many feasible nodes.
@@ -114,6 +117,9 @@ pub struct Algorithm {
     /// Index (into the snapshot's candidate nodes) where the next filter pass starts, so that
     /// every node gets its turn when only part of the cluster is searched.
     next_start_node_index: usize,
+    /// Filter passes and raw scores kept for the next pods that ask the same ([`memo`]);
+    /// None when turned off ([`Algorithm::without_memo`]).
+    memo: Option<Memo>,
 }
 
 /// How to run one cycle.
@@ -211,7 +217,16 @@ impl Algorithm {
             rng: SmallRng::seed_from_u64(seed),
             seed,
             next_start_node_index: 0,
+            memo: Some(Memo::default()),
         }
+    }
+
+    /// The same algorithm, running every plugin on every visited node for every pod instead
+    /// of reusing what an earlier pod's cycle computed ([`memo`]). It decides the same; it is
+    /// there to show so, and to measure what the memo saves.
+    pub fn without_memo(mut self) -> Self {
+        self.memo = None;
+        self
     }
 
     /// Runs one scheduling cycle for `pod` over `snapshot` with `profile`'s plugins, with no
@@ -333,8 +348,14 @@ impl Algorithm {
             };
         }
 
-        let totals = match prioritize_nodes(profile, &mut state, pod, snapshot, &filtered.feasible)
-        {
+        let totals = match prioritize_nodes(
+            profile,
+            &mut state,
+            pod,
+            snapshot,
+            &filtered.feasible,
+            self.memo.as_mut(),
+        ) {
             Ok(totals) => totals,
             Err(e) => return ScheduleResult::Error(e),
         };
@@ -391,6 +412,15 @@ impl Algorithm {
         };
         let start = self.next_start_node_index;
         let filters = state.filters_to_run(&profile.filters);
+        // With no nominated pod that counts, no node needs the name look-up.
+        let nominated = NominatedPods::of(state).filter(|n| !n.is_empty());
+        // A nominated pod changes the verdict of its node: such cycles keep nothing.
+        let memo = match (&mut self.memo, nominated) {
+            (Some(memo), None) => memo
+                .filter_epoch(&filters, pod, snapshot.len())
+                .map(|epoch| (&*memo, epoch)),
+            _ => None,
+        };
         let pass = FilterPass {
             profile,
             filters: &filters,
@@ -400,8 +430,8 @@ impl Algorithm {
             candidates,
             start: start % n,
             to_find,
-            // With no nominated pod that counts, no node needs the name look-up.
-            nominated: NominatedPods::of(state).filter(|n| !n.is_empty()),
+            nominated,
+            memo,
         };
         let outcome = if filters.is_empty() {
             pass.without_filters()
@@ -412,6 +442,12 @@ impl Algorithm {
         };
         let processed = outcome.feasible.len() + outcome.rejected.len();
         self.next_start_node_index = (start + processed) % snapshot.len();
+        let epoch = memo.map(|(_, epoch)| epoch);
+        if let (Some(memo), Some(epoch)) = (&mut self.memo, epoch) {
+            for &index in &outcome.passed_afresh {
+                memo.keep_pass(index, &snapshot.nodes()[index], epoch);
+            }
+        }
         outcome
     }
 
@@ -654,7 +690,14 @@ fn evaluate_nominated_node(
 struct FilterOutcome {
     feasible: Vec<usize>,
     rejected: Vec<(usize, Rejection)>,
+    /// The feasible nodes whose filters ran (the others' pass came from the memo), when
+    /// the pass uses the memo.
+    passed_afresh: Vec<usize>,
 }
+
+/// One node's outcome in a pass: its snapshot index, its rejection if any, and whether the
+/// filters ran (false: the memo kept its pass).
+type Checked = (usize, Option<Rejection>, bool);
 
 /// One pass of the filters over the candidates, from `start`, wrapping around.
 struct FilterPass<'a> {
@@ -670,6 +713,9 @@ struct FilterPass<'a> {
     to_find: usize,
     /// The state's nominated pods, looked up once for the pass.
     nominated: Option<&'a NominatedPods>,
+    /// The memo and this pass's epoch, when every filter takes part and no nominated pod
+    /// counts.
+    memo: Option<(&'a Memo, u64)>,
 }
 
 impl FilterPass<'_> {
@@ -682,11 +728,27 @@ impl FilterPass<'_> {
         self.candidates.get(if j >= n { j - n } else { j })
     }
 
-    /// Filters the `i`-th node of this pass: its snapshot index and verdict.
-    fn check(&self, i: usize) -> (usize, Option<Rejection>) {
+    /// Filters the `i`-th node of this pass: its snapshot index and verdict, and whether
+    /// the filters ran.
+    fn check(&self, i: usize) -> Checked {
         let index = self.node_at(i);
         if i + PREFETCH_DISTANCE < self.candidates.len() {
-            self.snapshot.nodes()[self.node_at(i + PREFETCH_DISTANCE)].prefetch();
+            let ahead = self.node_at(i + PREFETCH_DISTANCE);
+            self.snapshot.nodes()[ahead].prefetch();
+            if let Some((memo, _)) = self.memo {
+                memo.prefetch(ahead);
+            }
+        }
+        let node = &self.snapshot.nodes()[index];
+        if let Some((memo, epoch)) = self.memo {
+            if memo.passed(index, node, epoch) {
+                debug_assert!(
+                    run_filters(self.filters, self.state, self.pod, node).is_none(),
+                    "the memo kept a pass of {} that its filters no longer give",
+                    node.name()
+                );
+                return (index, None, false);
+            }
         }
         let verdict = run_filters_with_nominated_pods(
             self.nominated,
@@ -694,21 +756,20 @@ impl FilterPass<'_> {
             &self.profile.pre_filters,
             self.state,
             self.pod,
-            &self.snapshot.nodes()[index],
+            node,
             self.snapshot,
         );
-        (index, verdict)
+        (index, verdict, true)
     }
 
     /// Records the verdict on the node of snapshot index `index`; true once enough nodes
     /// fit.
-    fn record(
-        &self,
-        out: &mut FilterOutcome,
-        (index, verdict): (usize, Option<Rejection>),
-    ) -> bool {
+    fn record(&self, out: &mut FilterOutcome, (index, verdict, afresh): Checked) -> bool {
         match verdict {
             None => {
+                if afresh && self.memo.is_some() {
+                    out.passed_afresh.push(index);
+                }
                 out.feasible.push(index);
                 out.feasible.len() >= self.to_find
             }
@@ -723,14 +784,14 @@ impl FilterPass<'_> {
     fn without_filters(&self) -> FilterOutcome {
         FilterOutcome {
             feasible: (0..self.to_find).map(|i| self.node_at(i)).collect(),
-            rejected: Vec::new(),
+            ..FilterOutcome::default()
         }
     }
 
     fn sequential(&self) -> FilterOutcome {
         let mut out = FilterOutcome {
             feasible: Vec::with_capacity(self.to_find),
-            rejected: Vec::new(),
+            ..FilterOutcome::default()
         };
         for i in 0..self.candidates.len() {
             if self.record(&mut out, self.check(i)) {
@@ -747,14 +808,13 @@ impl FilterPass<'_> {
         let n = self.candidates.len();
         let mut out = FilterOutcome {
             feasible: Vec::with_capacity(self.to_find),
-            rejected: Vec::new(),
+            ..FilterOutcome::default()
         };
         let mut offset = 0;
         let mut wave = self.to_find.max(MIN_PARALLEL_WAVE);
         while offset < n {
             let end = (offset + wave).min(n);
-            let verdicts: Vec<(usize, Option<Rejection>)> = if end - offset < MIN_PARALLEL_WAVE_WORK
-            {
+            let verdicts: Vec<Checked> = if end - offset < MIN_PARALLEL_WAVE_WORK {
                 (offset..end).map(|i| self.check(i)).collect()
             } else {
                 (offset..end)
@@ -933,12 +993,15 @@ fn run_preemption(
 
 /// kube's prioritizeNodes: PreScore, then for each Score plugin the raw scores, normalize,
 /// a range check, and the weighted sum per node. Returns the totals in `feasible` order.
+/// With a memo, raw scores it kept for a node as it is are reused, and those computed are
+/// kept.
 fn prioritize_nodes(
     profile: &Profile,
     state: &mut CycleState,
     pod: &PodInfo,
     snapshot: &Snapshot,
     feasible: &[usize],
+    memo: Option<&mut Memo>,
 ) -> Result<Vec<i64>, PluginError> {
     let nodes = snapshot.nodes();
     let infos: Vec<&NodeInfo> = feasible.iter().map(|&i| &nodes[i]).collect();
@@ -957,8 +1020,33 @@ fn prioritize_nodes(
         .iter()
         .filter(|(plugin, _)| !state.skips_score(plugin.name()))
         .collect();
-    let raw = raw_scores(state, pod, &infos, &scorers);
     let n = infos.len();
+    let k = scorers.len();
+    let mut memo = memo.and_then(|memo| {
+        let plan = memo.score_plan(&scorers, pod, nodes.len())?;
+        Some((memo, plan))
+    });
+    let raw = raw_scores(
+        state,
+        pod,
+        &infos,
+        feasible,
+        &scorers,
+        memo.as_ref().map(|(memo, plan)| (&**memo, plan)),
+    );
+    if let Some((memo, plan)) = &mut memo {
+        for (p, (&index, node)) in feasible.iter().zip(&infos).enumerate() {
+            if memo.scored(index, node, plan.epoch).is_none() {
+                let mut kept = [0; SCORE_SLOTS];
+                for (j, slot) in plan.slots.iter().enumerate() {
+                    if let Some(slot) = *slot {
+                        kept[slot] = raw[raw_index(p, j, k, n)];
+                    }
+                }
+                memo.keep_scores(index, node, plan.epoch, kept);
+            }
+        }
+    }
     let mut totals = vec![0i64; n];
     let mut scores = vec![0i64; n];
     for (j, (plugin, weight)) in scorers.iter().enumerate() {
@@ -989,39 +1077,90 @@ fn prioritize_nodes(
 /// Every scorer's raw score of every node, a slice of [`PARALLEL_SCORE_CHUNK`] nodes at a
 /// time: slice `c`'s block starts at `c * PARALLEL_SCORE_CHUNK * scorers.len()` and holds
 /// scorer `j`'s scores of the slice's `len` nodes at `j * len..(j + 1) * len` (see
-/// [`gather_scores`]). Above [`PARALLEL_SCORE_THRESHOLD`] nodes one parallel pass runs all
-/// the scorers on each slice, so a cycle wakes the pool once for scoring, not once per
-/// plugin, and a slice's nodes are scored by every plugin while they are in the cache.
+/// [`raw_index`] and [`gather_scores`]). Above [`PARALLEL_SCORE_THRESHOLD`] nodes one
+/// parallel pass runs all the scorers on each slice, so a cycle wakes the pool once for
+/// scoring, not once per plugin, and a slice's nodes are scored by every plugin while they
+/// are in the cache. With a memo, a memoized scorer scores only the nodes (of snapshot
+/// indices `indices`) the memo has no score of.
 fn raw_scores(
     state: &CycleState,
     pod: &PodInfo,
     nodes: &[&NodeInfo],
+    indices: &[usize],
     scorers: &[&(Arc<dyn Score>, i64)],
+    memo: Option<(&Memo, &ScorePlan)>,
 ) -> Vec<i64> {
     let k = scorers.len();
     let mut raw = vec![0i64; nodes.len() * k];
     if k == 0 {
         return raw;
     }
-    let score_slice = |(out, slice): (&mut [i64], &[&NodeInfo])| {
-        for node in slice {
+    let score_slice = |((out, slice), indices): ((&mut [i64], &[&NodeInfo]), &[usize])| {
+        for (node, &index) in slice.iter().zip(indices) {
             node.prefetch();
+            if let Some((memo, _)) = memo {
+                memo.prefetch(index);
+            }
         }
-        for ((plugin, _), out) in scorers.iter().zip(out.chunks_mut(slice.len())) {
-            plugin.score_nodes(state, pod, slice, out);
+        // The memo's scores of each node of the slice, and the nodes it has none of.
+        let mut kept = [None; PARALLEL_SCORE_CHUNK];
+        let mut missed = Vec::new();
+        if let Some((memo, plan)) = memo {
+            for ((kept, node), &index) in kept.iter_mut().zip(slice).zip(indices) {
+                *kept = memo.scored(index, node, plan.epoch);
+                if kept.is_none() {
+                    missed.push(*node);
+                }
+            }
+        }
+        let mut afresh = vec![0i64; missed.len()];
+        for (j, ((plugin, _), out)) in scorers.iter().zip(out.chunks_mut(slice.len())).enumerate() {
+            let slot = memo.and_then(|(_, plan)| plan.slots[j]);
+            match slot {
+                Some(slot) if missed.len() < slice.len() => {
+                    plugin.score_nodes(state, pod, &missed, &mut afresh);
+                    let mut afresh = afresh.iter();
+                    for ((score, kept), node) in out.iter_mut().zip(&kept).zip(slice) {
+                        *score = match kept {
+                            Some(kept) => {
+                                debug_assert_eq!(
+                                    kept[slot],
+                                    plugin.score(state, pod, node),
+                                    "the memo's {} score of {} is no longer the plugin's",
+                                    plugin.name(),
+                                    node.name()
+                                );
+                                kept[slot]
+                            }
+                            None => afresh.next().copied().unwrap_or_default(),
+                        };
+                    }
+                }
+                _ => plugin.score_nodes(state, pod, slice, out),
+            }
         }
     };
     let block = PARALLEL_SCORE_CHUNK * k;
     if runs_in_parallel(nodes.len(), PARALLEL_SCORE_THRESHOLD) {
         raw.par_chunks_mut(block)
             .zip(nodes.par_chunks(PARALLEL_SCORE_CHUNK))
+            .zip(indices.par_chunks(PARALLEL_SCORE_CHUNK))
             .for_each(score_slice);
     } else {
         raw.chunks_mut(block)
             .zip(nodes.chunks(PARALLEL_SCORE_CHUNK))
+            .zip(indices.chunks(PARALLEL_SCORE_CHUNK))
             .for_each(score_slice);
     }
     raw
+}
+
+/// Where [`raw_scores`] puts scorer `j`'s raw score of the `p`-th of `n` nodes, with `k`
+/// scorers.
+fn raw_index(p: usize, j: usize, k: usize, n: usize) -> usize {
+    let start = p - p % PARALLEL_SCORE_CHUNK;
+    let len = PARALLEL_SCORE_CHUNK.min(n - start);
+    start * k + j * len + p % PARALLEL_SCORE_CHUNK
 }
 
 /// Scorer `j`'s raw scores of every node, out of [`raw_scores`]' blocks of `k` scorers.
@@ -1600,6 +1739,7 @@ mod tests {
                 start: case.start,
                 to_find: case.to_find,
                 nominated: None,
+                memo: None,
             };
             let sequential = pass.sequential();
             let parallel = pass.parallel();

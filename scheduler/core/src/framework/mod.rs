@@ -33,7 +33,8 @@ pub use nominated::{run_filters, run_filters_with_nominated_pods, NominatedPods}
 pub use resources::Resources;
 pub use snapshot::{DisruptionBudget, ImageSpread, Snapshot};
 pub use types::{
-    scalar_resource_bit, AffinityTerm, NodeHot, NodeInfo, PodInfo, SharedPod, WeightedAffinityTerm,
+    prefetch_line, scalar_resource_bit, AffinityTerm, NodeHot, NodeInfo, PodInfo, SharedPod,
+    WeightedAffinityTerm,
 };
 
 /// Highest score a plugin gives one node (kube's MaxNodeScore).
@@ -495,6 +496,17 @@ pub trait PreFilter: Plugin {
 pub trait Filter: Plugin {
     /// The verdict for one node.
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Fit;
+
+    /// Whether [`Filter::filter`] gives `a` and `b` the same verdict on any one state of any
+    /// node. A plugin answers true only when its verdict depends on nothing but the
+    /// [`NodeInfo`] (whose `generation` changes with every change to it), its own args and
+    /// fields of the pod that are equal in `a` and `b`: never on other nodes, nominated pods
+    /// or objects outside the node. The cycle then reuses a node's pass across pods for
+    /// as long as the node's generation holds (`cycle`'s memo); where any filter of a
+    /// cycle answers false, the cycle runs them all. Default: false.
+    fn same_verdict(&self, _a: &PodInfo, _b: &PodInfo) -> bool {
+        false
+    }
 }
 
 /// A proposal from PostFilter (preemption): evict these pods so the pod fits on `node`.
@@ -590,6 +602,15 @@ pub trait Score: Plugin {
 
     /// Rescales the raw scores of all feasible nodes, in place (default: unchanged).
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [i64]) {}
+
+    /// Whether [`Score::score`] gives `a` and `b` the same raw score on any one state of any
+    /// node: as [`Filter::same_verdict`], only when the raw score depends on nothing but the
+    /// [`NodeInfo`], the plugin's args and pod fields equal in `a` and `b` (never on the
+    /// other feasible nodes: normalizing, which may, runs every cycle). The cycle then
+    /// reuses a node's raw score across pods while its generation holds. Default: false.
+    fn same_raw_score(&self, _a: &PodInfo, _b: &PodInfo) -> bool {
+        false
+    }
 }
 
 /// A Score plugin's choice of devices on the node the cycle chose: the DynamicResources

@@ -295,6 +295,10 @@ pub struct NodeInfo {
     /// The node's labels interned (NodeAffinity and the topology plugins read them), in
     /// the second line with the node's pointer.
     pub topology: NodeTopology,
+    /// Renewed on every change, from a counter shared by every NodeInfo of the process:
+    /// two NodeInfos with the same generation are copies of one state (caches may key on
+    /// it). In the second line too: the cycle's memo checks it on every visit.
+    pub generation: u64,
     /// What pods may use (allocatable, or capacity where allocatable is unset).
     pub allocatable: Resources,
     /// Sum of the effective requests of the pods on the node.
@@ -311,10 +315,6 @@ pub struct NodeInfo {
     pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
     /// Host ports the pods hold (kube's `UsedPorts`).
     pub used_ports: HostPortUsage,
-    /// Renewed on every change, from a counter shared by every NodeInfo of the process:
-    /// two NodeInfos with the same generation are copies of one state (caches may key on
-    /// it).
-    pub generation: u64,
     /// Where each pod is in `pods`, once the node holds more than [`POD_INDEX_FROM`] pods
     /// (a DaemonSet's node, or one node with tens of thousands of pods): a removal then
     /// finds its pod without scanning the node.
@@ -365,6 +365,21 @@ impl PodIndex {
     }
 }
 
+/// Asks the processor to start loading the cache line at `at` (on x86_64; elsewhere
+/// nothing). Only a hint: it never faults, changes nothing and costs one instruction.
+#[inline]
+pub fn prefetch_line<T>(at: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: SSE is part of every x86_64 processor, and a prefetch never faults nor
+        // changes memory, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
 /// Source of [`NodeInfo::generation`] values.
 static NEXT_NODE_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -379,6 +394,7 @@ impl NodeInfo {
         let mut info = NodeInfo {
             hot: NodeHot::default(),
             topology: NodeTopology::of(&node.metadata.labels),
+            generation: next_node_generation(),
             node,
             allocatable,
             requested: Resources::default(),
@@ -388,7 +404,6 @@ impl NodeInfo {
             pods_with_affinity: Vec::new(),
             pods_with_required_anti_affinity: Vec::new(),
             used_ports: HostPortUsage::new(),
-            generation: next_node_generation(),
             pod_index: None,
         };
         info.refresh_hot();
@@ -407,17 +422,8 @@ impl NodeInfo {
     /// costs two instructions.
     #[inline]
     pub fn prefetch(&self) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let start = (self as *const NodeInfo).cast::<i8>();
-            // SAFETY: SSE is part of every x86_64 processor, and a prefetch never faults nor
-            // changes memory; both addresses lie inside `self` (more than 128 bytes) anyway.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(start);
-                _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(64));
-            }
-        }
+        prefetch_line(self);
+        prefetch_line((self as *const NodeInfo).cast::<u8>().wrapping_add(64));
     }
 
     /// Copies the hot data out of the node object and the sums: the one place it is
@@ -702,6 +708,7 @@ mod tests {
         assert!(
             std::mem::offset_of!(NodeInfo, topology) + std::mem::size_of::<NodeTopology>() <= 128
         );
+        assert!(std::mem::offset_of!(NodeInfo, generation) + 8 <= 128);
 
         let plain = NodeBuilder::new("n")
             .cpu_millis(4000)

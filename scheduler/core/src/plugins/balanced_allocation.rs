@@ -235,6 +235,11 @@ impl Score for BalancedAllocation {
             };
         }
     }
+
+    /// The raw score reads the node's sums and the pod's requests.
+    fn same_raw_score(&self, a: &PodInfo, b: &PodInfo) -> bool {
+        crate::plugins::node_resources_fit::same_requests(a, b)
+    }
 }
 
 #[cfg(test)]

@@ -559,6 +559,15 @@ fn pinned_node_names(selector: &NodeSelector) -> Option<HashSet<String>> {
     names
 }
 
+/// Whether two pods ask the same of a node's labels: equal `nodeSelector`s and node
+/// affinities (what the Filter and the Score read of a pod).
+fn same_node_affinity(a: &PodInfo, b: &PodInfo) -> bool {
+    fn node_affinity(p: &PodInfo) -> Option<&NodeAffinity> {
+        p.pod.spec.affinity.as_ref()?.node_affinity.as_ref()
+    }
+    a.pod.spec.node_selector == b.pod.spec.node_selector && node_affinity(a) == node_affinity(b)
+}
+
 impl Plugin for NodeAffinityPlugin {
     fn name(&self) -> &'static str {
         NAME
@@ -615,6 +624,12 @@ impl Filter for NodeAffinityPlugin {
             Fit::No(Rejection::unresolvable(NAME, REASON_POD))
         }
     }
+
+    /// The verdict reads the node's labels and name, the args' added affinity, and the pod's
+    /// `nodeSelector` and node affinity.
+    fn same_verdict(&self, a: &PodInfo, b: &PodInfo) -> bool {
+        same_node_affinity(a, b)
+    }
 }
 
 impl PreScore for NodeAffinityPlugin {
@@ -654,6 +669,12 @@ impl Score for NodeAffinityPlugin {
 
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [i64]) {
         default_normalize_score(MAX_NODE_SCORE, false, scores);
+    }
+
+    /// The raw score reads the node's labels and name, the args' added preferences, and the
+    /// pod's node affinity.
+    fn same_raw_score(&self, a: &PodInfo, b: &PodInfo) -> bool {
+        same_node_affinity(a, b)
     }
 }
 

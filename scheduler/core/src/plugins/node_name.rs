@@ -27,6 +27,11 @@ impl Filter for NodeName {
             Fit::No(Rejection::unresolvable(NAME, REASON_NODE_NAME_MISMATCH))
         }
     }
+
+    /// The verdict reads the node's name and the pod's `spec.nodeName`.
+    fn same_verdict(&self, a: &PodInfo, b: &PodInfo) -> bool {
+        a.pod.spec.node_name == b.pod.spec.node_name
+    }
 }
 
 #[cfg(test)]

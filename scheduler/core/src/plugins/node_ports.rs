@@ -42,6 +42,11 @@ impl Filter for NodePorts {
             Fit::No(Rejection::unschedulable(NAME, REASON_PORTS_TAKEN))
         }
     }
+
+    /// The verdict reads the node's used ports and the pod's host ports.
+    fn same_verdict(&self, a: &PodInfo, b: &PodInfo) -> bool {
+        a.host_ports == b.host_ports
+    }
 }
 
 #[cfg(test)]

@@ -814,6 +814,14 @@ struct PreScoreState {
     pod_requests: Vec<i64>,
 }
 
+/// Whether two pods request the same: effective requests and the non-zero amounts scoring
+/// counts (what the resource Scores read of a pod).
+pub fn same_requests(a: &PodInfo, b: &PodInfo) -> bool {
+    a.requests == b.requests
+        && a.non_zero_milli_cpu == b.non_zero_milli_cpu
+        && a.non_zero_memory == b.non_zero_memory
+}
+
 impl Plugin for NodeResourcesFit {
     fn name(&self) -> &'static str {
         NAME
@@ -872,6 +880,12 @@ impl Filter for NodeResourcesFit {
             code,
         })
     }
+
+    /// The verdict reads the node's allocatable, requested and pod count, and the pod's
+    /// effective requests.
+    fn same_verdict(&self, a: &PodInfo, b: &PodInfo) -> bool {
+        a.requests == b.requests
+    }
 }
 
 impl PreScore for NodeResourcesFit {
@@ -926,6 +940,11 @@ impl Score for NodeResourcesFit {
         for (score, node) in scores.iter_mut().zip(nodes) {
             *score = self.score_node(&pod_requests, node);
         }
+    }
+
+    /// The raw score reads the node's sums and the pod's requests (effective and non-zero).
+    fn same_raw_score(&self, a: &PodInfo, b: &PodInfo) -> bool {
+        same_requests(a, b)
     }
 }
 

@@ -43,6 +43,11 @@ impl Filter for NodeUnschedulable {
             Fit::No(Rejection::unresolvable(NAME, REASON_UNSCHEDULABLE))
         }
     }
+
+    /// The verdict reads the node's `unschedulable` and the pod's tolerations.
+    fn same_verdict(&self, a: &PodInfo, b: &PodInfo) -> bool {
+        a.pod.spec.tolerations == b.pod.spec.tolerations
+    }
 }
 
 #[cfg(test)]

@@ -132,6 +132,11 @@ impl Filter for TaintToleration {
             )),
         }
     }
+
+    /// The verdict reads the node's taints and the pod's tolerations.
+    fn same_verdict(&self, a: &PodInfo, b: &PodInfo) -> bool {
+        a.pod.spec.tolerations == b.pod.spec.tolerations
+    }
 }
 
 impl PreScore for TaintToleration {
@@ -173,6 +178,11 @@ impl Score for TaintToleration {
 
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [i64]) {
         default_normalize_score(MAX_NODE_SCORE, true, scores);
+    }
+
+    /// The raw score reads the node's taints and the pod's tolerations.
+    fn same_raw_score(&self, a: &PodInfo, b: &PodInfo) -> bool {
+        a.pod.spec.tolerations == b.pod.spec.tolerations
     }
 }
 
