@@ -415,11 +415,12 @@ impl Algorithm {
         // With no nominated pod that counts, no node needs the name look-up.
         let nominated = NominatedPods::of(state).filter(|n| !n.is_empty());
         // A nominated pod changes the verdict of its node: such cycles keep nothing.
-        let memo = match (&mut self.memo, nominated) {
-            (Some(memo), None) => memo
-                .filter_epoch(&filters, pod, snapshot.len())
-                .map(|epoch| (&*memo, epoch)),
-            _ => None,
+        let (memo, continued) = match (&mut self.memo, nominated) {
+            (Some(memo), None) => match memo.filter_epoch(&filters, pod, snapshot.len()) {
+                Some((epoch, continued)) => (Some((&*memo, epoch)), continued),
+                None => (None, false),
+            },
+            _ => (None, false),
         };
         let pass = FilterPass {
             profile,
@@ -432,6 +433,9 @@ impl Algorithm {
             to_find,
             nominated,
             memo,
+            // Under an earlier cycle's epoch most nodes' passes are kept: the pass then
+            // reads their generations and the memo, not the nodes.
+            prefetch_nodes: !continued,
         };
         let outcome = if filters.is_empty() {
             pass.without_filters()
@@ -445,7 +449,7 @@ impl Algorithm {
         let epoch = memo.map(|(_, epoch)| epoch);
         if let (Some(memo), Some(epoch)) = (&mut self.memo, epoch) {
             for &index in &outcome.passed_afresh {
-                memo.keep_pass(index, &snapshot.nodes()[index], epoch);
+                memo.keep_pass(index, snapshot.generations()[index], epoch);
             }
         }
         outcome
@@ -716,6 +720,8 @@ struct FilterPass<'a> {
     /// The memo and this pass's epoch, when every filter takes part and no nominated pod
     /// counts.
     memo: Option<(&'a Memo, u64)>,
+    /// Whether to prefetch the nodes ahead (not when the memo is expected to have them).
+    prefetch_nodes: bool,
 }
 
 impl FilterPass<'_> {
@@ -729,19 +735,20 @@ impl FilterPass<'_> {
     }
 
     /// Filters the `i`-th node of this pass: its snapshot index and verdict, and whether
-    /// the filters ran.
+    /// the filters ran. Inlined into the passes, so that a pass the memo kept costs a few
+    /// instructions; the filters run out of line ([`FilterPass::run`]).
+    #[inline]
     fn check(&self, i: usize) -> Checked {
         let index = self.node_at(i);
         if i + PREFETCH_DISTANCE < self.candidates.len() {
             let ahead = self.node_at(i + PREFETCH_DISTANCE);
-            self.snapshot.nodes()[ahead].prefetch();
-            if let Some((memo, _)) = self.memo {
-                memo.prefetch(ahead);
+            if self.prefetch_nodes {
+                self.snapshot.nodes()[ahead].prefetch();
             }
         }
         let node = &self.snapshot.nodes()[index];
         if let Some((memo, epoch)) = self.memo {
-            if memo.passed(index, node, epoch) {
+            if memo.passed(index, self.snapshot.generations()[index], epoch) {
                 debug_assert!(
                     run_filters(self.filters, self.state, self.pod, node).is_none(),
                     "the memo kept a pass of {} that its filters no longer give",
@@ -750,6 +757,13 @@ impl FilterPass<'_> {
                 return (index, None, false);
             }
         }
+        self.run(index)
+    }
+
+    /// Runs the filters on the node of snapshot index `index`.
+    #[inline(never)]
+    fn run(&self, index: usize) -> Checked {
+        let node = &self.snapshot.nodes()[index];
         let verdict = run_filters_with_nominated_pods(
             self.nominated,
             self.filters,
@@ -764,6 +778,7 @@ impl FilterPass<'_> {
 
     /// Records the verdict on the node of snapshot index `index`; true once enough nodes
     /// fit.
+    #[inline]
     fn record(&self, out: &mut FilterOutcome, (index, verdict, afresh): Checked) -> bool {
         match verdict {
             None => {
@@ -1022,145 +1037,181 @@ fn prioritize_nodes(
         .collect();
     let n = infos.len();
     let k = scorers.len();
-    let mut memo = memo.and_then(|memo| {
+    let plan = memo.and_then(|memo| {
         let plan = memo.score_plan(&scorers, pod, nodes.len())?;
         Some((memo, plan))
     });
-    let raw = raw_scores(
-        state,
-        pod,
-        &infos,
-        feasible,
-        &scorers,
-        memo.as_ref().map(|(memo, plan)| (&**memo, plan)),
-    );
-    if let Some((memo, plan)) = &mut memo {
-        for (p, (&index, node)) in feasible.iter().zip(&infos).enumerate() {
-            if memo.scored(index, node, plan.epoch).is_none() {
-                let mut kept = [0; SCORE_SLOTS];
-                for (j, slot) in plan.slots.iter().enumerate() {
-                    if let Some(slot) = *slot {
-                        kept[slot] = raw[raw_index(p, j, k, n)];
-                    }
-                }
-                memo.keep_scores(index, node, plan.epoch, kept);
-            }
-        }
-    }
+    let mut raw = match plan {
+        Some((memo, plan)) => RawScores::ByScorer(memo_raw_scores(
+            state,
+            pod,
+            snapshot,
+            &infos,
+            feasible,
+            &scorers,
+            (memo, &plan),
+        )),
+        None => RawScores::Blocked(raw_scores(state, pod, &infos, &scorers)),
+    };
     let mut totals = vec![0i64; n];
-    let mut scores = vec![0i64; n];
+    let mut gathered = Vec::new();
     for (j, (plugin, weight)) in scorers.iter().enumerate() {
-        gather_scores(&raw, scorers.len(), j, &mut scores);
-        plugin.normalize(state, pod, &mut scores);
-        for ((&score, total), node) in scores.iter().zip(totals.iter_mut()).zip(&infos) {
-            if !(0..=MAX_NODE_SCORE).contains(&score) {
-                return Err(PluginError {
-                    plugin: plugin.name(),
-                    message: format!(
-                        "returns an invalid score {score}, it should in the range of [0, {MAX_NODE_SCORE}] after normalizing"
-                    ),
-                });
+        let scores: &mut [i64] = match &mut raw {
+            RawScores::ByScorer(raw) => &mut raw[j * n..(j + 1) * n],
+            RawScores::Blocked(raw) => {
+                gathered.resize(n, 0);
+                gather_scores(raw, k, j, &mut gathered);
+                &mut gathered
             }
-            tracing::trace!(
-                plugin = plugin.name(),
-                node = node.name(),
-                score,
-                weight,
-                "score"
-            );
+        };
+        plugin.normalize(state, pod, scores);
+        // The sum, with the range check folded in (no early exit: the loop vectorizes).
+        let mut out_of_range = false;
+        for (total, &score) in totals.iter_mut().zip(scores.iter()) {
+            out_of_range |= !(0..=MAX_NODE_SCORE).contains(&score);
             *total += score * weight;
+        }
+        if let Some(score) = scores
+            .iter()
+            .find(|score| out_of_range && !(0..=MAX_NODE_SCORE).contains(*score))
+        {
+            return Err(PluginError {
+                plugin: plugin.name(),
+                message: format!(
+                    "returns an invalid score {score}, it should in the range of [0, {MAX_NODE_SCORE}] after normalizing"
+                ),
+            });
+        }
+        // Apart from the sum, which then runs as a plain loop over two arrays.
+        if tracing::enabled!(tracing::Level::TRACE) {
+            for (&score, node) in scores.iter().zip(&infos) {
+                tracing::trace!(
+                    plugin = plugin.name(),
+                    node = node.name(),
+                    score,
+                    weight,
+                    "score"
+                );
+            }
         }
     }
     Ok(totals)
 }
 
+/// Every scorer's raw score of every node, in one of two layouts.
+enum RawScores {
+    /// [`raw_scores`]' blocks of [`PARALLEL_SCORE_CHUNK`] nodes (see [`gather_scores`]).
+    Blocked(Vec<i64>),
+    /// Scorer `j`'s scores of the `n` nodes at `j * n..(j + 1) * n` ([`memo_raw_scores`]).
+    ByScorer(Vec<i64>),
+}
+
 /// Every scorer's raw score of every node, a slice of [`PARALLEL_SCORE_CHUNK`] nodes at a
 /// time: slice `c`'s block starts at `c * PARALLEL_SCORE_CHUNK * scorers.len()` and holds
 /// scorer `j`'s scores of the slice's `len` nodes at `j * len..(j + 1) * len` (see
-/// [`raw_index`] and [`gather_scores`]). Above [`PARALLEL_SCORE_THRESHOLD`] nodes one
-/// parallel pass runs all the scorers on each slice, so a cycle wakes the pool once for
-/// scoring, not once per plugin, and a slice's nodes are scored by every plugin while they
-/// are in the cache. With a memo, a memoized scorer scores only the nodes (of snapshot
-/// indices `indices`) the memo has no score of.
+/// [`gather_scores`]). Above [`PARALLEL_SCORE_THRESHOLD`] nodes one parallel pass runs all
+/// the scorers on each slice, so a cycle wakes the pool once for scoring, not once per
+/// plugin, and a slice's nodes are scored by every plugin while they are in the cache.
 fn raw_scores(
     state: &CycleState,
     pod: &PodInfo,
     nodes: &[&NodeInfo],
-    indices: &[usize],
     scorers: &[&(Arc<dyn Score>, i64)],
-    memo: Option<(&Memo, &ScorePlan)>,
 ) -> Vec<i64> {
     let k = scorers.len();
     let mut raw = vec![0i64; nodes.len() * k];
     if k == 0 {
         return raw;
     }
-    let score_slice = |((out, slice), indices): ((&mut [i64], &[&NodeInfo]), &[usize])| {
-        for (node, &index) in slice.iter().zip(indices) {
+    let score_slice = |(out, slice): (&mut [i64], &[&NodeInfo])| {
+        for node in slice {
             node.prefetch();
-            if let Some((memo, _)) = memo {
-                memo.prefetch(index);
-            }
         }
-        // The memo's scores of each node of the slice, and the nodes it has none of.
-        let mut kept = [None; PARALLEL_SCORE_CHUNK];
-        let mut missed = Vec::new();
-        if let Some((memo, plan)) = memo {
-            for ((kept, node), &index) in kept.iter_mut().zip(slice).zip(indices) {
-                *kept = memo.scored(index, node, plan.epoch);
-                if kept.is_none() {
-                    missed.push(*node);
-                }
-            }
-        }
-        let mut afresh = vec![0i64; missed.len()];
-        for (j, ((plugin, _), out)) in scorers.iter().zip(out.chunks_mut(slice.len())).enumerate() {
-            let slot = memo.and_then(|(_, plan)| plan.slots[j]);
-            match slot {
-                Some(slot) if missed.len() < slice.len() => {
-                    plugin.score_nodes(state, pod, &missed, &mut afresh);
-                    let mut afresh = afresh.iter();
-                    for ((score, kept), node) in out.iter_mut().zip(&kept).zip(slice) {
-                        *score = match kept {
-                            Some(kept) => {
-                                debug_assert_eq!(
-                                    kept[slot],
-                                    plugin.score(state, pod, node),
-                                    "the memo's {} score of {} is no longer the plugin's",
-                                    plugin.name(),
-                                    node.name()
-                                );
-                                kept[slot]
-                            }
-                            None => afresh.next().copied().unwrap_or_default(),
-                        };
-                    }
-                }
-                _ => plugin.score_nodes(state, pod, slice, out),
-            }
+        for ((plugin, _), out) in scorers.iter().zip(out.chunks_mut(slice.len())) {
+            plugin.score_nodes(state, pod, slice, out);
         }
     };
     let block = PARALLEL_SCORE_CHUNK * k;
     if runs_in_parallel(nodes.len(), PARALLEL_SCORE_THRESHOLD) {
         raw.par_chunks_mut(block)
             .zip(nodes.par_chunks(PARALLEL_SCORE_CHUNK))
-            .zip(indices.par_chunks(PARALLEL_SCORE_CHUNK))
             .for_each(score_slice);
     } else {
         raw.chunks_mut(block)
             .zip(nodes.chunks(PARALLEL_SCORE_CHUNK))
-            .zip(indices.chunks(PARALLEL_SCORE_CHUNK))
             .for_each(score_slice);
     }
     raw
 }
 
-/// Where [`raw_scores`] puts scorer `j`'s raw score of the `p`-th of `n` nodes, with `k`
-/// scorers.
-fn raw_index(p: usize, j: usize, k: usize, n: usize) -> usize {
-    let start = p - p % PARALLEL_SCORE_CHUNK;
-    let len = PARALLEL_SCORE_CHUNK.min(n - start);
-    start * k + j * len + p % PARALLEL_SCORE_CHUNK
+/// Every scorer's raw score of every node (of snapshot indices `indices`), by scorer
+/// ([`RawScores::ByScorer`]), with the memo's `plan`: a memoized scorer's scores are the
+/// memo's where it has them for the node as it is; the nodes it has none for are scored
+/// by those scorers together, and kept. The other scorers score every node. In order on
+/// the loop's thread: with the memo, what is left is copies.
+fn memo_raw_scores(
+    state: &CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    nodes: &[&NodeInfo],
+    indices: &[usize],
+    scorers: &[&(Arc<dyn Score>, i64)],
+    (memo, plan): (&mut Memo, &ScorePlan),
+) -> Vec<i64> {
+    let n = nodes.len();
+    let mut raw = vec![0i64; n * scorers.len()];
+    // (scorer, slot) of the memoized scorers.
+    let kept: Vec<(usize, usize)> = plan
+        .slots
+        .iter()
+        .enumerate()
+        .filter_map(|(j, slot)| Some((j, (*slot)?)))
+        .collect();
+    let generations = snapshot.generations();
+    for &(j, slot) in &kept {
+        let scores = memo.slot_scores(slot);
+        for (score, &index) in raw[j * n..(j + 1) * n].iter_mut().zip(indices) {
+            *score = scores[index];
+        }
+    }
+    // The nodes whose kept scores are not current (if any): scored now, and kept.
+    let missed: Vec<usize> = (0..n)
+        .filter(|&p| !memo.has_scores(indices[p], generations[indices[p]], plan.epoch))
+        .collect();
+    if !missed.is_empty() {
+        let missed_nodes: Vec<&NodeInfo> = missed.iter().map(|&p| nodes[p]).collect();
+        let mut afresh = vec![0i64; missed.len()];
+        let mut to_keep = vec![[0i64; SCORE_SLOTS]; missed.len()];
+        for &(j, slot) in &kept {
+            scorers[j]
+                .0
+                .score_nodes(state, pod, &missed_nodes, &mut afresh);
+            for ((&score, &p), to_keep) in afresh.iter().zip(&missed).zip(&mut to_keep) {
+                raw[j * n + p] = score;
+                to_keep[slot] = score;
+            }
+        }
+        for (&p, scores) in missed.iter().zip(to_keep) {
+            memo.keep_scores(indices[p], generations[indices[p]], plan.epoch, scores);
+        }
+    }
+    for (j, ((plugin, _), slot)) in scorers.iter().zip(&plan.slots).enumerate() {
+        let out = &mut raw[j * n..(j + 1) * n];
+        if slot.is_none() {
+            plugin.score_nodes(state, pod, nodes, out);
+        } else if cfg!(debug_assertions) {
+            for (&score, node) in out.iter().zip(nodes) {
+                assert_eq!(
+                    score,
+                    plugin.score(state, pod, node),
+                    "the memo's {} score of {} is no longer the plugin's",
+                    plugin.name(),
+                    node.name()
+                );
+            }
+        }
+    }
+    raw
 }
 
 /// Scorer `j`'s raw scores of every node, out of [`raw_scores`]' blocks of `k` scorers.
@@ -1740,6 +1791,7 @@ mod tests {
                 to_find: case.to_find,
                 nominated: None,
                 memo: None,
+                prefetch_nodes: true,
             };
             let sequential = pass.sequential();
             let parallel = pass.parallel();

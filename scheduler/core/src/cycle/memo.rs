@@ -19,25 +19,19 @@
 
 use std::sync::Arc;
 
-use crate::framework::{prefetch_line, Filter, NodeInfo, PodInfo, Score};
+use crate::framework::{Filter, PodInfo, Score};
 
 /// Raw scores an entry keeps: those of a cycle's first this many memoized Score plugins
 /// (kube's default profile has four: TaintToleration, NodeAffinity, NodeResourcesFit and
 /// NodeResourcesBalancedAllocation). Further ones score afresh.
 pub(super) const SCORE_SLOTS: usize = 4;
 
-/// One node's kept results, a cache line.
-#[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(64))]
-struct Entry {
-    /// The generation at which every filter of `passed_epoch` passed the node (0: none).
-    passed_generation: u64,
-    passed_epoch: u64,
-    /// The generation at which `scores` were computed under `scored_epoch` (0: none).
-    scored_generation: u64,
-    scored_epoch: u64,
-    /// Raw scores by slot ([`ScorePlan::slots`]).
-    scores: [i64; SCORE_SLOTS],
+/// Which state of a node and which epoch a kept result is of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Stamp {
+    /// The node's generation (0: nothing kept; generations start at 1).
+    generation: u64,
+    epoch: u64,
 }
 
 /// What an epoch's results hold for: these plugins (held, so that their addresses are not
@@ -67,9 +61,18 @@ pub(super) struct ScorePlan {
 }
 
 /// The memo of one scheduling loop (one [`super::Algorithm`]).
+///
+/// Its arrays are indexed by snapshot node index, each array apart: a cycle visits a run of
+/// consecutive indices, and reads each array in order (a pass and a stamp in 16 bytes, four
+/// nodes to a cache line; the raw scores of one slot in 8).
 #[derive(Default)]
 pub(super) struct Memo {
-    entries: Vec<Entry>,
+    /// Of each node, when every filter of the filter epoch passed it.
+    passed: Vec<Stamp>,
+    /// Of each node, when `scores` were computed.
+    scored: Vec<Stamp>,
+    /// Raw scores by slot ([`ScorePlan::slots`]), then by node.
+    raw: [Vec<i64>; SCORE_SLOTS],
     filters: Option<Basis<dyn Filter>>,
     scores: Option<Basis<dyn Score>>,
     last_epoch: u64,
@@ -79,15 +82,16 @@ pub(super) struct Memo {
 }
 
 impl Memo {
-    /// The epoch under which this cycle's filter passes are read and kept, or None when one
-    /// of `filters` reads more than its node (or there is none). A new epoch starts when the
-    /// filters or what the pod asks of them changed.
+    /// The epoch under which this cycle's filter passes are read and kept, and whether it
+    /// is an earlier cycle's (so that passes may be kept); None when one of `filters` reads
+    /// more than its node (or there is none). A new epoch starts when the filters or what
+    /// the pod asks of them changed.
     pub(super) fn filter_epoch(
         &mut self,
         filters: &[Arc<dyn Filter>],
         pod: &PodInfo,
         nodes: usize,
-    ) -> Option<u64> {
+    ) -> Option<(u64, bool)> {
         let plugins: Vec<&Arc<dyn Filter>> = filters.iter().collect();
         let same = self.filters.as_ref().is_some_and(|basis| {
             basis.has_plugins(&plugins) && filters.iter().all(|f| f.same_verdict(&basis.pod, pod))
@@ -105,8 +109,8 @@ impl Memo {
                 epoch: self.last_epoch,
             });
         }
-        self.entries.resize(nodes, Entry::default());
-        self.filters.as_ref().map(|basis| basis.epoch)
+        self.passed.resize(nodes, Stamp::default());
+        self.filters.as_ref().map(|basis| (basis.epoch, same))
     }
 
     /// How this cycle's `scorers` use the memo, or None when none of them takes part. A new
@@ -142,32 +146,25 @@ impl Memo {
                 epoch: self.last_epoch,
             });
         }
-        self.entries.resize(nodes, Entry::default());
+        self.scored.resize(nodes, Stamp::default());
+        for raw in &mut self.raw {
+            raw.resize(nodes, 0);
+        }
         let epoch = self.scores.as_ref().map(|basis| basis.epoch)?;
         Some(ScorePlan { epoch, slots })
     }
 
-    /// Starts loading the entry of the node of snapshot index `index`.
+    /// Whether every filter of `epoch` passed the node of snapshot index `index` at its
+    /// `generation` (its state now).
     #[inline]
-    pub(super) fn prefetch(&self, index: usize) {
-        if let Some(entry) = self.entries.get(index) {
-            prefetch_line(entry);
-        }
+    pub(super) fn passed(&self, index: usize, generation: u64, epoch: u64) -> bool {
+        self.passed.get(index) == Some(&Stamp { generation, epoch })
     }
 
-    /// Whether every filter of `epoch` passed `node` (snapshot index `index`) as it is now.
-    #[inline]
-    pub(super) fn passed(&self, index: usize, node: &NodeInfo, epoch: u64) -> bool {
-        self.entries
-            .get(index)
-            .is_some_and(|e| e.passed_generation == node.generation && e.passed_epoch == epoch)
-    }
-
-    /// Keeps that every filter of `epoch` passed `node`.
-    pub(super) fn keep_pass(&mut self, index: usize, node: &NodeInfo, epoch: u64) {
-        if let Some(e) = self.entries.get_mut(index) {
-            e.passed_generation = node.generation;
-            e.passed_epoch = epoch;
+    /// Keeps that every filter of `epoch` passed the node of index `index` at `generation`.
+    pub(super) fn keep_pass(&mut self, index: usize, generation: u64, epoch: u64) {
+        if let Some(stamp) = self.passed.get_mut(index) {
+            *stamp = Stamp { generation, epoch };
         }
         #[cfg(test)]
         {
@@ -175,32 +172,32 @@ impl Memo {
         }
     }
 
-    /// The raw scores kept for `node` (snapshot index `index`) as it is now, by slot.
+    /// Whether the raw scores kept for the node of snapshot index `index` are of `epoch` and
+    /// of its `generation` (its state now).
     #[inline]
-    pub(super) fn scored(
-        &self,
-        index: usize,
-        node: &NodeInfo,
-        epoch: u64,
-    ) -> Option<&[i64; SCORE_SLOTS]> {
-        self.entries
-            .get(index)
-            .filter(|e| e.scored_generation == node.generation && e.scored_epoch == epoch)
-            .map(|e| &e.scores)
+    pub(super) fn has_scores(&self, index: usize, generation: u64, epoch: u64) -> bool {
+        self.scored.get(index) == Some(&Stamp { generation, epoch })
     }
 
-    /// Keeps `node`'s raw scores, by slot.
+    /// The raw scores of slot `slot`, by node index: those of the nodes that
+    /// [`Memo::has_scores`] for are current.
+    pub(super) fn slot_scores(&self, slot: usize) -> &[i64] {
+        &self.raw[slot]
+    }
+
+    /// Keeps the raw scores of the node of index `index` at `generation`, by slot.
     pub(super) fn keep_scores(
         &mut self,
         index: usize,
-        node: &NodeInfo,
+        generation: u64,
         epoch: u64,
         scores: [i64; SCORE_SLOTS],
     ) {
-        if let Some(e) = self.entries.get_mut(index) {
-            e.scored_generation = node.generation;
-            e.scored_epoch = epoch;
-            e.scores = scores;
+        if let Some(stamp) = self.scored.get_mut(index) {
+            *stamp = Stamp { generation, epoch };
+            for (kept, score) in self.raw.iter_mut().zip(scores) {
+                kept[index] = score;
+            }
         }
         #[cfg(test)]
         {
@@ -457,8 +454,19 @@ mod tests {
                     let j = rng.random_range(0..600);
                     snapshot.upsert_node(Arc::new(node(j, &mut rng).build()));
                 }
+                // A node leaves (the last one takes its index) and comes back empty.
+                2 => {
+                    let j = rng.random_range(0..600);
+                    let name = format!("n-{j:04}");
+                    for gone in snapshot.remove_node(&name) {
+                        bound.retain(|uid| uid != gone.uid());
+                    }
+                    snapshot.upsert_node(Arc::new(node(j, &mut rng).build()));
+                }
                 _ => {}
             }
+            let generations: Vec<u64> = snapshot.nodes().iter().map(|n| n.generation).collect();
+            assert_eq!(snapshot.generations(), generations);
         }
         assert!(
             reused > 10_000,

@@ -44,6 +44,9 @@ pub struct PodChange {
 #[derive(Debug)]
 pub struct Snapshot {
     nodes: Vec<NodeInfo>,
+    /// Each node's [`NodeInfo::generation`], by index: eight nodes to a cache line, for a
+    /// pass that needs no more of a node than whether it changed (the cycle's memo).
+    generations: Vec<u64>,
     index: FastHashMap<String, usize>,
     /// uid → node index of every placed pod.
     pod_locations: FastHashMap<String, usize>,
@@ -74,6 +77,7 @@ impl Default for Snapshot {
     fn default() -> Self {
         Snapshot {
             nodes: Vec::new(),
+            generations: Vec::new(),
             index: FastHashMap::default(),
             pod_locations: FastHashMap::default(),
             namespaces: FastHashMap::default(),
@@ -96,6 +100,7 @@ impl Clone for Snapshot {
     fn clone(&self) -> Self {
         Snapshot {
             nodes: self.nodes.clone(),
+            generations: self.generations.clone(),
             index: self.index.clone(),
             pod_locations: self.pod_locations.clone(),
             namespaces: self.namespaces.clone(),
@@ -146,6 +151,11 @@ impl Snapshot {
     /// All nodes, in a stable order (insertion order, with removals swapped in).
     pub fn nodes(&self) -> &[NodeInfo] {
         &self.nodes
+    }
+
+    /// Each node's [`NodeInfo::generation`], in the order of [`Snapshot::nodes`].
+    pub fn generations(&self) -> &[u64] {
+        &self.generations
     }
 
     /// Number of nodes.
@@ -288,11 +298,16 @@ impl Snapshot {
         }
         self.count_images(&node, true);
         match self.index.get(&node.metadata.name) {
-            Some(&i) => self.nodes[i].set_node(node),
+            Some(&i) => {
+                self.nodes[i].set_node(node);
+                self.generations[i] = self.nodes[i].generation;
+            }
             None => {
                 self.index
                     .insert(node.metadata.name.clone(), self.nodes.len());
-                self.nodes.push(NodeInfo::new(node));
+                let info = NodeInfo::new(node);
+                self.generations.push(info.generation);
+                self.nodes.push(info);
             }
         }
     }
@@ -304,6 +319,7 @@ impl Snapshot {
         };
         self.epoch += 1;
         let removed = self.nodes.swap_remove(i);
+        self.generations.swap_remove(i);
         self.count_images(&removed.node, false);
         for p in &removed.pods {
             self.pod_locations.remove(p.uid());
@@ -330,6 +346,7 @@ impl Snapshot {
         self.pod_locations.insert(pod.uid().to_string(), i);
         self.record(pod.clone(), i, 1);
         self.nodes[i].add_pod(pod);
+        self.generations[i] = self.nodes[i].generation;
         true
     }
 
@@ -337,6 +354,7 @@ impl Snapshot {
     pub fn remove_pod(&mut self, uid: &str) -> Option<(String, Arc<PodInfo>)> {
         let i = self.pod_locations.remove(uid)?;
         let pod = self.nodes[i].remove_pod(uid)?;
+        self.generations[i] = self.nodes[i].generation;
         self.count_affinity(&pod, -1);
         self.record(pod.clone(), i, -1);
         Some((self.nodes[i].name().to_string(), pod))
