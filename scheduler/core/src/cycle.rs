@@ -448,8 +448,13 @@ impl Algorithm {
         self.next_start_node_index = (start + processed) % snapshot.len();
         let epoch = memo.map(|(_, epoch)| epoch);
         if let (Some(memo), Some(epoch)) = (&mut self.memo, epoch) {
-            for &index in &outcome.passed_afresh {
-                memo.keep_pass(index, snapshot.generations()[index], epoch);
+            for (index, rejection) in &outcome.afresh {
+                memo.keep_verdict(
+                    *index,
+                    snapshot.generations()[*index],
+                    epoch,
+                    rejection.clone(),
+                );
             }
         }
         outcome
@@ -693,15 +698,15 @@ fn evaluate_nominated_node(
 #[derive(Debug, Default, PartialEq, Eq)]
 struct FilterOutcome {
     feasible: Vec<usize>,
-    rejected: Vec<(usize, Rejection)>,
-    /// The feasible nodes whose filters ran (the others' pass came from the memo), when
-    /// the pass uses the memo.
-    passed_afresh: Vec<usize>,
+    rejected: Vec<(usize, Arc<Rejection>)>,
+    /// The verdicts of the nodes whose filters ran (the others' came from the memo), when
+    /// the pass uses the memo, but for errors, which are never kept.
+    afresh: Vec<(usize, Option<Arc<Rejection>>)>,
 }
 
 /// One node's outcome in a pass: its snapshot index, its rejection if any, and whether the
-/// filters ran (false: the memo kept its pass).
-type Checked = (usize, Option<Rejection>, bool);
+/// filters ran (false: the memo kept the verdict).
+type Checked = (usize, Option<Arc<Rejection>>, bool);
 
 /// One pass of the filters over the candidates, from `start`, wrapping around.
 struct FilterPass<'a> {
@@ -748,13 +753,14 @@ impl FilterPass<'_> {
         }
         let node = &self.snapshot.nodes()[index];
         if let Some((memo, epoch)) = self.memo {
-            if memo.passed(index, self.snapshot.generations()[index], epoch) {
-                debug_assert!(
-                    run_filters(self.filters, self.state, self.pod, node).is_none(),
-                    "the memo kept a pass of {} that its filters no longer give",
+            if let Some(kept) = memo.verdict(index, self.snapshot.generations()[index], epoch) {
+                debug_assert_eq!(
+                    run_filters(self.filters, self.state, self.pod, node).as_ref(),
+                    kept.map(|r| &**r),
+                    "the memo kept a verdict on {} that its filters no longer give",
                     node.name()
                 );
-                return (index, None, false);
+                return (index, kept.cloned(), false);
             }
         }
         self.run(index)
@@ -773,18 +779,18 @@ impl FilterPass<'_> {
             node,
             self.snapshot,
         );
-        (index, verdict, true)
+        (index, verdict.map(Arc::new), true)
     }
 
     /// Records the verdict on the node of snapshot index `index`; true once enough nodes
     /// fit.
     #[inline]
     fn record(&self, out: &mut FilterOutcome, (index, verdict, afresh): Checked) -> bool {
+        if afresh && self.memo.is_some() && verdict.as_ref().is_none_or(|r| r.code != Code::Error) {
+            out.afresh.push((index, verdict.clone()));
+        }
         match verdict {
             None => {
-                if afresh && self.memo.is_some() {
-                    out.passed_afresh.push(index);
-                }
                 out.feasible.push(index);
                 out.feasible.len() >= self.to_find
             }
@@ -858,7 +864,7 @@ impl FilterPass<'_> {
 }
 
 /// The first filter failure of a pass (kube stops the cycle on a filter's Error status).
-fn filter_error(rejected: &[(usize, Rejection)]) -> Option<PluginError> {
+fn filter_error(rejected: &[(usize, Arc<Rejection>)]) -> Option<PluginError> {
     rejected
         .iter()
         .find(|(_, r)| r.code == Code::Error)
@@ -874,7 +880,7 @@ fn diagnose(
     snapshot: &Snapshot,
     candidates: &Candidates,
     narrowing: Option<&Narrowing>,
-    rejected: Vec<(usize, Rejection)>,
+    rejected: Vec<(usize, Arc<Rejection>)>,
 ) -> Diagnosis {
     let nodes = snapshot.nodes();
     let mut diagnosis = Diagnosis {
@@ -899,7 +905,10 @@ fn diagnose(
             last_plugin = Some(rejection.plugin);
             diagnosis.unschedulable_plugins.insert(rejection.plugin);
         }
-        node_rejections.push((nodes[index].name().to_string(), rejection));
+        node_rejections.push((
+            nodes[index].name().to_string(),
+            Arc::unwrap_or_clone(rejection),
+        ));
     }
     diagnosis.node_rejections = node_rejections.into_iter().collect();
     diagnosis

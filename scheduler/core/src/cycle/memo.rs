@@ -1,4 +1,4 @@
-//! The cycle's memo of node-local results: a node's pass of every filter and its raw
+//! The cycle's memo of node-local results: the filters' verdict on a node and its raw
 //! scores, kept for the next pods that ask the same of each plugin while the node is
 //! unchanged.
 //!
@@ -6,20 +6,20 @@
 //! that work repeats: pods of one Deployment or Job ask the same of a node, and a cycle
 //! changes one node (the one it binds to). A plugin that can tell when two pods get the same
 //! answer from any one node state says so ([`Filter::same_verdict`],
-//! [`Score::same_raw_score`]); a node's state is its [`NodeInfo::generation`], renewed on
-//! every change. The memo keeps, per node of the snapshot, the generation its filters all
-//! passed at and the generation its raw scores were computed at, each under an epoch: the
-//! plugins and the pod they were computed for, renewed whenever a pod asks something else.
-//! The decisions are kube's: only what would be computed again is reused. Rejections are
-//! never kept (the cycle runs the filters again, for their reasons), nor anything of a
-//! cycle with nominated pods or a filter that reads more than its node, and normalizing
-//! and weighing run on every cycle.
+//! [`Score::same_raw_score`]); a node's state is its [`crate::framework::NodeInfo`]'s
+//! generation, renewed on every change. The memo keeps, per node of the snapshot, the
+//! filters' verdict (a pass, or the first rejection with its reasons) and the raw scores,
+//! each stamped with the generation it holds for and an epoch: the plugins and the pod they
+//! were computed for, renewed whenever a pod asks something else. The decisions, messages
+//! and diagnoses are kube's: only what would be computed again is reused. Errors are never
+//! kept, nor anything of a cycle with nominated pods or with a filter that reads more than
+//! its node; normalizing and weighing run on every cycle.
 //!
 //! Debug builds check every reuse against a fresh run of the plugins.
 
 use std::sync::Arc;
 
-use crate::framework::{Filter, PodInfo, Score};
+use crate::framework::{Filter, PodInfo, Rejection, Score};
 
 /// Raw scores an entry keeps: those of a cycle's first this many memoized Score plugins
 /// (kube's default profile has four: TaintToleration, NodeAffinity, NodeResourcesFit and
@@ -67,8 +67,10 @@ pub(super) struct ScorePlan {
 /// nodes to a cache line; the raw scores of one slot in 8).
 #[derive(Default)]
 pub(super) struct Memo {
-    /// Of each node, when every filter of the filter epoch passed it.
-    passed: Vec<Stamp>,
+    /// Of each node, when `rejections` holds the filter epoch's verdict on it.
+    verdicts: Vec<Stamp>,
+    /// Of each node, the filters' rejection (None: every filter passed it).
+    rejections: Vec<Option<Arc<Rejection>>>,
     /// Of each node, when `scores` were computed.
     scored: Vec<Stamp>,
     /// Raw scores by slot ([`ScorePlan::slots`]), then by node.
@@ -109,7 +111,8 @@ impl Memo {
                 epoch: self.last_epoch,
             });
         }
-        self.passed.resize(nodes, Stamp::default());
+        self.verdicts.resize(nodes, Stamp::default());
+        self.rejections.resize(nodes, None);
         self.filters.as_ref().map(|basis| (basis.epoch, same))
     }
 
@@ -154,17 +157,31 @@ impl Memo {
         Some(ScorePlan { epoch, slots })
     }
 
-    /// Whether every filter of `epoch` passed the node of snapshot index `index` at its
-    /// `generation` (its state now).
+    /// The verdict of the filters of `epoch` on the node of snapshot index `index` at its
+    /// `generation` (its state now), if kept: `Some(None)` when every filter passed it.
     #[inline]
-    pub(super) fn passed(&self, index: usize, generation: u64, epoch: u64) -> bool {
-        self.passed.get(index) == Some(&Stamp { generation, epoch })
+    pub(super) fn verdict(
+        &self,
+        index: usize,
+        generation: u64,
+        epoch: u64,
+    ) -> Option<Option<&Arc<Rejection>>> {
+        (self.verdicts.get(index) == Some(&Stamp { generation, epoch }))
+            .then(|| self.rejections[index].as_ref())
     }
 
-    /// Keeps that every filter of `epoch` passed the node of index `index` at `generation`.
-    pub(super) fn keep_pass(&mut self, index: usize, generation: u64, epoch: u64) {
-        if let Some(stamp) = self.passed.get_mut(index) {
+    /// Keeps the verdict of the filters of `epoch` on the node of index `index` at
+    /// `generation` (None: every filter passed it).
+    pub(super) fn keep_verdict(
+        &mut self,
+        index: usize,
+        generation: u64,
+        epoch: u64,
+        rejection: Option<Arc<Rejection>>,
+    ) {
+        if let Some(stamp) = self.verdicts.get_mut(index) {
             *stamp = Stamp { generation, epoch };
+            self.rejections[index] = rejection;
         }
         #[cfg(test)]
         {
@@ -406,10 +423,10 @@ mod tests {
         }
     }
 
-    /// Hundreds of pods in runs of one shape, over nodes that fill up, change taints and
-    /// lose pods: the memo's algorithm decides every pod as the one that runs every plugin
-    /// on every node (debug builds also check each reuse against the plugins), and it
-    /// reuses passes and scores.
+    /// Hundreds of pods in runs of one shape, over nodes that fill up, change taints, lose
+    /// pods and leave: the memo's algorithm decides every pod as the one that runs every
+    /// plugin on every node, with the same messages and explanations (debug builds also
+    /// check each reuse against the plugins), and it reuses verdicts and scores.
     #[test]
     fn the_memo_decides_as_every_plugin_run_afresh() {
         let mut rng = SmallRng::seed_from_u64(7);
@@ -436,8 +453,8 @@ mod tests {
             let b = without.schedule(&profile, &snapshot, &pod, &options);
             assert_eq!(outcome(&a), outcome(&b), "pod {i} (shape {shape})");
             if let ScheduleResult::Scheduled { node, feasible, .. } = &a {
-                // Each feasible node needs a pass and scores: what the memo did not keep
-                // anew it reused.
+                // Each feasible node needs a verdict and scores: what the memo did not keep
+                // anew it reused (a lower bound: kept rejections count among the keeps).
                 let kept = with_memo.memo.as_ref().map_or(0, |m| m.kept) - kept_before;
                 reused += (2 * feasible).saturating_sub(kept);
                 assert!(snapshot.add_pod(node, Arc::new(pod.clone())));

@@ -501,8 +501,8 @@ pub trait Filter: Plugin {
     /// node. A plugin answers true only when its verdict depends on nothing but the
     /// [`NodeInfo`] (whose `generation` changes with every change to it), its own args and
     /// fields of the pod that are equal in `a` and `b`: never on other nodes, nominated pods
-    /// or objects outside the node. The cycle then reuses a node's pass across pods for
-    /// as long as the node's generation holds (`cycle`'s memo); where any filter of a
+    /// or objects outside the node. The cycle then reuses its verdict on a node across pods
+    /// for as long as the node's generation holds (`cycle`'s memo); where any filter of a
     /// cycle answers false, the cycle runs them all. Default: false.
     fn same_verdict(&self, _a: &PodInfo, _b: &PodInfo) -> bool {
         false
