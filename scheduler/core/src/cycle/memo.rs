@@ -34,6 +34,10 @@ struct Stamp {
     epoch: u64,
 }
 
+/// Set in a verdict's stamped generation when the verdict is a rejection, so that a pass is
+/// told by its stamp alone. Generations count up from 1 and never reach it.
+const REJECTED: u64 = 1 << 63;
+
 /// What an epoch's results hold for: these plugins (held, so that their addresses are not
 /// reused by others), and any pod that each of them finds the same as `pod`.
 struct Basis<P: ?Sized> {
@@ -78,6 +82,8 @@ pub(super) struct Memo {
     filters: Option<Basis<dyn Filter>>,
     scores: Option<Basis<dyn Score>>,
     last_epoch: u64,
+    /// A buffer for a cycle's raw scores, kept between cycles ([`Memo::scratch`]).
+    scratch: Vec<i64>,
     /// How many passes and scores were kept, for the tests to tell reuse.
     #[cfg(test)]
     kept: usize,
@@ -166,8 +172,15 @@ impl Memo {
         generation: u64,
         epoch: u64,
     ) -> Option<Option<&Arc<Rejection>>> {
-        (self.verdicts.get(index) == Some(&Stamp { generation, epoch }))
-            .then(|| self.rejections[index].as_ref())
+        let stamp = self.verdicts.get(index)?;
+        if stamp.epoch != epoch || stamp.generation & !REJECTED != generation {
+            return None;
+        }
+        if stamp.generation & REJECTED == 0 {
+            // A pass reads the stamp alone.
+            return Some(None);
+        }
+        Some(self.rejections[index].as_ref())
     }
 
     /// Keeps the verdict of the filters of `epoch` on the node of index `index` at
@@ -180,13 +193,31 @@ impl Memo {
         rejection: Option<Arc<Rejection>>,
     ) {
         if let Some(stamp) = self.verdicts.get_mut(index) {
-            *stamp = Stamp { generation, epoch };
+            let rejected = if rejection.is_some() { REJECTED } else { 0 };
+            *stamp = Stamp {
+                generation: generation | rejected,
+                epoch,
+            };
             self.rejections[index] = rejection;
         }
         #[cfg(test)]
         {
             self.kept += 1;
         }
+    }
+
+    /// A zeroed buffer of `len` scores, the one the last cycle gave back if any: a cycle
+    /// that allocated its buffer afresh spent more on zeroing new pages than on its scores.
+    pub(super) fn scratch(&mut self, len: usize) -> Vec<i64> {
+        let mut buffer = std::mem::take(&mut self.scratch);
+        buffer.clear();
+        buffer.resize(len, 0);
+        buffer
+    }
+
+    /// Takes back the buffer of [`Memo::scratch`] for the next cycle.
+    pub(super) fn recycle(&mut self, buffer: Vec<i64>) {
+        self.scratch = buffer;
     }
 
     /// Whether the raw scores kept for the node of snapshot index `index` are of `epoch` and
