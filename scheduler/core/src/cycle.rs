@@ -117,7 +117,7 @@ pub struct Algorithm {
     /// Index (into the snapshot's candidate nodes) where the next filter pass starts, so that
     /// every node gets its turn when only part of the cluster is searched.
     next_start_node_index: usize,
-    /// Filter passes and raw scores kept for the next pods that ask the same ([`memo`]);
+    /// Filter verdicts and raw scores kept for the next pods that ask the same ([`memo`]);
     /// None when turned off ([`Algorithm::without_memo`]).
     memo: Option<Memo>,
 }
@@ -433,7 +433,7 @@ impl Algorithm {
             to_find,
             nominated,
             memo,
-            // Under an earlier cycle's epoch most nodes' passes are kept: the pass then
+            // Under an earlier cycle's epoch most nodes' verdicts are kept: the pass then
             // reads their generations and the memo, not the nodes.
             prefetch_nodes: !continued,
         };
@@ -1076,10 +1076,12 @@ fn prioritize_nodes(
         };
         plugin.normalize(state, pod, scores);
         // The sum, with the range check folded in (no early exit: the loop vectorizes).
+        // Wrapping: a score out of range must come to the error below, not overflow, and
+        // then the totals are dropped.
         let mut out_of_range = false;
         for (total, &score) in totals.iter_mut().zip(scores.iter()) {
             out_of_range |= !(0..=MAX_NODE_SCORE).contains(&score);
-            *total += score * weight;
+            *total = total.wrapping_add(score.wrapping_mul(*weight));
         }
         if let Some(score) = scores
             .iter()
@@ -2024,6 +2026,15 @@ mod tests {
         };
         assert_eq!(e.plugin, "Raw");
         assert!(e.message.contains("invalid score 200"), "{e}");
+
+        // A score whose weighted sum would overflow is reported, not a panic.
+        let huge = FakeScore::new("Huge", |_| i64::MAX, None);
+        let profile = profile_with(vec![FakeFilter::passes_all("All")], vec![(huge, 2)]);
+        let result = attempt(&profile, 11, false);
+        let ScheduleResult::Error(e) = &result else {
+            panic!("{result:?}");
+        };
+        assert_eq!(e.plugin, "Huge");
     }
 
     #[test]
