@@ -47,7 +47,11 @@ struct Basis<P: ?Sized> {
 }
 
 impl<P: ?Sized> Basis<P> {
-    fn has_plugins(&self, plugins: &[&Arc<P>]) -> bool {
+    /// Whether `plugins` are this basis's, in order (the same objects, not equal ones).
+    fn has_plugins<'a>(&self, plugins: impl ExactSizeIterator<Item = &'a Arc<P>>) -> bool
+    where
+        P: 'a,
+    {
         self.plugins.len() == plugins.len()
             && self
                 .plugins
@@ -100,9 +104,9 @@ impl Memo {
         pod: &PodInfo,
         nodes: usize,
     ) -> Option<(u64, bool)> {
-        let plugins: Vec<&Arc<dyn Filter>> = filters.iter().collect();
         let same = self.filters.as_ref().is_some_and(|basis| {
-            basis.has_plugins(&plugins) && filters.iter().all(|f| f.same_verdict(&basis.pod, pod))
+            basis.has_plugins(filters.iter())
+                && filters.iter().all(|f| f.same_verdict(&basis.pod, pod))
         });
         if !same {
             // A plugin that does not take part answers false even for one pod.
@@ -145,7 +149,8 @@ impl Memo {
             return None;
         }
         let same = self.scores.as_ref().is_some_and(|basis| {
-            basis.has_plugins(&kept) && kept.iter().all(|p| p.same_raw_score(&basis.pod, pod))
+            basis.has_plugins(kept.iter().copied())
+                && kept.iter().all(|p| p.same_raw_score(&basis.pod, pod))
         });
         if !same {
             self.last_epoch += 1;
