@@ -71,8 +71,8 @@ pub(super) struct ScorePlan {
 /// The memo of one scheduling loop (one [`super::Algorithm`]).
 ///
 /// Its arrays are indexed by snapshot node index, each array apart: a cycle visits a run of
-/// consecutive indices, and reads each array in order (a pass and a stamp in 16 bytes, four
-/// nodes to a cache line; the raw scores of one slot in 8).
+/// consecutive indices, and reads each array in order (a verdict's or the scores' stamp in
+/// 16 bytes, four nodes to a cache line; a rejection and the raw scores of one slot in 8).
 #[derive(Default)]
 pub(super) struct Memo {
     /// Of each node, when `rejections` holds the filter epoch's verdict on it.
@@ -88,7 +88,7 @@ pub(super) struct Memo {
     last_epoch: u64,
     /// A buffer for a cycle's raw scores, kept between cycles ([`Memo::scratch`]).
     scratch: Vec<i64>,
-    /// How many passes and scores were kept, for the tests to tell reuse.
+    /// How many verdicts and score sets were kept, for the tests to tell reuse.
     #[cfg(test)]
     kept: usize,
 }
