@@ -77,7 +77,7 @@ pub fn pod_qos(pod: &Pod) -> QosClass {
             .iter()
             .any(|n| r.requests.contains_key(*n) || r.limits.contains_key(*n))
     };
-    let limits_all = match pod.spec.resources.as_ref().filter(names_qos) {
+    let limits_all = match pod.spec.resources.as_deref().filter(names_qos) {
         Some(level) => add(level, &mut requests, &mut limits),
         None => pod
             .spec

@@ -4,7 +4,7 @@
 //! the `testing` feature, which the workspace's crates enable for their tests.
 
 use crate::model::{
-    Affinity, Container, ContainerImage, ContainerPort, Event, Node, NodeAffinity, NodeSelector,
+    Container, ContainerImage, ContainerPort, Event, Node, NodeAffinity, NodeSelector,
     NodeSelectorTerm, ObjectMeta, ObjectReference, OwnerReference, Pod, PodAffinity,
     PodAffinityTerm, PodCondition, PodPhase, PreferredSchedulingTerm, Protocol,
     ResourceRequirements, RestartPolicy, Taint, TaintEffect, Time, Toleration, TolerationOperator,
@@ -221,7 +221,7 @@ impl PodBuilder {
 
     /// Sets pod-level `spec.resources`.
     pub fn pod_resources(mut self, resources: ResourceRequirements) -> Self {
-        self.pod.spec.resources = Some(resources);
+        self.pod.spec.resources = Some(Box::new(resources));
         self
     }
 
@@ -253,7 +253,7 @@ impl PodBuilder {
         self.pod
             .spec
             .affinity
-            .get_or_insert_with(Affinity::default)
+            .get_or_insert_with(Box::default)
             .node_affinity
             .get_or_insert_with(NodeAffinity::default)
     }
@@ -279,7 +279,7 @@ impl PodBuilder {
     }
 
     fn pod_affinity_mut(&mut self, anti: bool) -> &mut PodAffinity {
-        let affinity = self.pod.spec.affinity.get_or_insert_with(Affinity::default);
+        let affinity = self.pod.spec.affinity.get_or_insert_with(Box::default);
         let slot = if anti {
             &mut affinity.pod_anti_affinity
         } else {

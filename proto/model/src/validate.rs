@@ -2030,7 +2030,7 @@ mod tests {
                     ..Default::default()
                 }],
                 node_selector: string_map(&[("disk", "ssd")]),
-                affinity: Some(Affinity {
+                affinity: Some(Box::new(Affinity {
                     node_affinity: Some(NodeAffinity {
                         required_during_scheduling_ignored_during_execution: Some(NodeSelector {
                             node_selector_terms: vec![NodeSelectorTerm {
@@ -2086,7 +2086,7 @@ mod tests {
                             },
                         ],
                     }),
-                }),
+                })),
                 tolerations: vec![
                     Toleration {
                         key: "dedicated".into(),
@@ -2136,11 +2136,11 @@ mod tests {
                     name: "example.com/wait".into(),
                 }],
                 termination_grace_period_seconds: Some(0),
-                resources: Some(ResourceRequirements {
+                resources: Some(Box::new(ResourceRequirements {
                     requests: resources(&[("cpu", "1")]),
                     limits: resources(&[("cpu", "2"), ("memory", "1Gi")]),
                     claims: Vec::new(),
-                }),
+                })),
                 runtime_class_name: "kata".into(),
                 ..Default::default()
             },

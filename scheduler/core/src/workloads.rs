@@ -271,7 +271,10 @@ pub fn add_daemon_pod_tolerations(spec: &mut PodSpec) {
 /// required node affinity becomes the single term `matchFields metadata.name In [node]`,
 /// replacing whatever terms it had (the controller has already checked them against the
 /// node); preferred terms and pod (anti-)affinity are kept.
-pub fn replace_daemon_pod_node_affinity(affinity: Option<Affinity>, node: &str) -> Affinity {
+pub fn replace_daemon_pod_node_affinity(
+    affinity: Option<Box<Affinity>>,
+    node: &str,
+) -> Box<Affinity> {
     let term = NodeSelectorTerm {
         match_expressions: Vec::new(),
         match_fields: vec![NodeSelectorRequirement {

@@ -93,9 +93,10 @@ pub struct PodSpec {
     /// Labels a node must have.
     #[serde(skip_serializing_if = "StringMap::is_empty")]
     pub node_selector: StringMap,
-    /// Node and pod (anti-)affinity.
+    /// Node and pod (anti-)affinity. Boxed, like `resources`: most pods set neither, and a
+    /// pod lives in every cache for its whole life (144 bytes inline, 8 boxed).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub affinity: Option<Affinity>,
+    pub affinity: Option<Box<Affinity>>,
     /// Taints the pod tolerates.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
@@ -128,7 +129,7 @@ pub struct PodSpec {
     pub termination_grace_period_seconds: Option<i64>,
     /// Pod-level resources; when set they are the pod's requests and limits.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resources: Option<ResourceRequirements>,
+    pub resources: Option<Box<ResourceRequirements>>,
     /// RuntimeClass; in `berth sim` its overhead is added to the pod.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub runtime_class_name: String,

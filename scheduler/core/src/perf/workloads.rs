@@ -293,7 +293,7 @@ impl PodTemplate {
             PodTemplate::Default => {}
             PodTemplate::AntiAffinity => {
                 pod.metadata.labels = labels(&[("color", "green")]);
-                spec.affinity = Some(Affinity {
+                spec.affinity = Some(Box::new(Affinity {
                     pod_anti_affinity: Some(PodAffinity {
                         required_during_scheduling_ignored_during_execution: vec![color_term(
                             "green",
@@ -302,11 +302,11 @@ impl PodTemplate {
                         ..PodAffinity::default()
                     }),
                     ..Affinity::default()
-                });
+                }));
             }
             PodTemplate::Affinity => {
                 pod.metadata.labels = labels(&[("color", "blue")]);
-                spec.affinity = Some(Affinity {
+                spec.affinity = Some(Box::new(Affinity {
                     pod_affinity: Some(PodAffinity {
                         required_during_scheduling_ignored_during_execution: vec![color_term(
                             "blue",
@@ -315,7 +315,7 @@ impl PodTemplate {
                         ..PodAffinity::default()
                     }),
                     ..Affinity::default()
-                });
+                }));
             }
             PodTemplate::PreferredAffinity | PodTemplate::PreferredAntiAffinity => {
                 let color = if self == PodTemplate::PreferredAffinity {
@@ -333,7 +333,7 @@ impl PodTemplate {
                     ],
                     ..PodAffinity::default()
                 };
-                spec.affinity = Some(if self == PodTemplate::PreferredAffinity {
+                spec.affinity = Some(Box::new(if self == PodTemplate::PreferredAffinity {
                     Affinity {
                         pod_affinity: Some(preferred),
                         ..Affinity::default()
@@ -343,10 +343,10 @@ impl PodTemplate {
                         pod_anti_affinity: Some(preferred),
                         ..Affinity::default()
                     }
-                });
+                }));
             }
             PodTemplate::NodeAffinity => {
-                spec.affinity = Some(Affinity {
+                spec.affinity = Some(Box::new(Affinity {
                     node_affinity: Some(NodeAffinity {
                         required_during_scheduling_ignored_during_execution: Some(NodeSelector {
                             node_selector_terms: vec![NodeSelectorTerm {
@@ -361,7 +361,7 @@ impl PodTemplate {
                         ..NodeAffinity::default()
                     }),
                     ..Affinity::default()
-                });
+                }));
             }
             PodTemplate::TopologySpreading => {
                 pod.metadata.labels = labels(&[("color", "blue")]);
@@ -380,7 +380,7 @@ impl PodTemplate {
                 }];
             }
             PodTemplate::Daemonset => {
-                spec.affinity = Some(Affinity {
+                spec.affinity = Some(Box::new(Affinity {
                     node_affinity: Some(NodeAffinity {
                         required_during_scheduling_ignored_during_execution: Some(NodeSelector {
                             node_selector_terms: vec![NodeSelectorTerm {
@@ -395,7 +395,7 @@ impl PodTemplate {
                         ..NodeAffinity::default()
                     }),
                     ..Affinity::default()
-                });
+                }));
             }
             PodTemplate::Light => spec.termination_grace_period_seconds = Some(0),
             PodTemplate::Gated => {
