@@ -364,7 +364,7 @@ impl Snapshot {
         if pod.has_affinity() {
             self.pods_with_affinity = self.pods_with_affinity.saturating_add_signed(delta);
         }
-        if !pod.required_anti_affinity.is_empty() {
+        if !pod.required_anti_affinity().is_empty() {
             self.pods_with_required_anti_affinity = self
                 .pods_with_required_anti_affinity
                 .saturating_add_signed(delta);

@@ -118,8 +118,8 @@ impl PreFilterKey {
         PreFilterKey {
             namespace: pod.pod.metadata.namespace.clone(),
             labels: pod.pod.metadata.labels.clone(),
-            required_affinity: pod.required_affinity.clone(),
-            required_anti_affinity: pod.required_anti_affinity.clone(),
+            required_affinity: pod.required_affinity().to_vec(),
+            required_anti_affinity: pod.required_anti_affinity().to_vec(),
         }
     }
 }
@@ -138,8 +138,8 @@ impl PreScoreKey {
         PreScoreKey {
             namespace: pod.pod.metadata.namespace.clone(),
             labels: pod.pod.metadata.labels.clone(),
-            preferred_affinity: pod.preferred_affinity.clone(),
-            preferred_anti_affinity: pod.preferred_anti_affinity.clone(),
+            preferred_affinity: pod.preferred_affinity().to_vec(),
+            preferred_anti_affinity: pod.preferred_anti_affinity().to_vec(),
         }
     }
 }
@@ -334,7 +334,7 @@ impl PreFilterState {
         delta: i64,
     ) {
         self.existing_anti_affinity.add_each_matching(
-            &other.required_anti_affinity,
+            other.required_anti_affinity(),
             &pod.pod,
             self.namespace_labels.as_ref(),
             node,
@@ -342,14 +342,14 @@ impl PreFilterState {
         );
         let other_ns_labels = snapshot.namespace_labels(&other.pod.metadata.namespace);
         self.affinity.add_if_all_match(
-            &pod.required_affinity,
+            pod.required_affinity(),
             &other.pod,
             other_ns_labels,
             node,
             delta,
         );
         self.anti_affinity.add_each_matching(
-            &pod.required_anti_affinity,
+            pod.required_anti_affinity(),
             &other.pod,
             other_ns_labels,
             node,
@@ -403,20 +403,20 @@ impl InterPodAffinity {
             .cloned();
         let mut s = PreFilterState {
             matches_own_affinity: matches_all(
-                &pod.required_affinity,
+                pod.required_affinity(),
                 &pod.pod,
                 namespace_labels.as_ref(),
             ),
             namespace_labels,
-            affinity_keys: term_keys(&pod.required_affinity),
-            anti_affinity_keys: term_keys(&pod.required_anti_affinity),
+            affinity_keys: term_keys(pod.required_affinity()),
+            anti_affinity_keys: term_keys(pod.required_anti_affinity()),
             ..PreFilterState::default()
         };
         if snapshot.has_pods_with_required_anti_affinity() {
             for node in snapshot.nodes() {
                 for existing in &node.pods_with_required_anti_affinity {
                     s.existing_anti_affinity.add_each_matching(
-                        &existing.required_anti_affinity,
+                        existing.required_anti_affinity(),
                         &pod.pod,
                         s.namespace_labels.as_ref(),
                         node,
@@ -426,20 +426,20 @@ impl InterPodAffinity {
             }
         }
         let has_required_terms =
-            !(pod.required_affinity.is_empty() && pod.required_anti_affinity.is_empty());
+            !(pod.required_affinity().is_empty() && pod.required_anti_affinity().is_empty());
         if has_required_terms {
             for node in snapshot.nodes() {
                 for existing in &node.pods {
                     let ns_labels = snapshot.namespace_labels(&existing.pod.metadata.namespace);
                     s.affinity.add_if_all_match(
-                        &pod.required_affinity,
+                        pod.required_affinity(),
                         &existing.pod,
                         ns_labels,
                         node,
                         1,
                     );
                     s.anti_affinity.add_each_matching(
-                        &pod.required_anti_affinity,
+                        pod.required_anti_affinity(),
                         &existing.pod,
                         ns_labels,
                         node,
@@ -460,7 +460,7 @@ impl PreFilter for InterPodAffinity {
         snapshot: &Snapshot,
     ) -> Result<PreFilterOutcome, PluginError> {
         let has_required_terms =
-            !(pod.required_affinity.is_empty() && pod.required_anti_affinity.is_empty());
+            !(pod.required_affinity().is_empty() && pod.required_anti_affinity().is_empty());
         // Nothing to count at all: no cache work either.
         if !has_required_terms && !snapshot.has_pods_with_required_anti_affinity() {
             state.skip_filter(NAME);
@@ -556,14 +556,14 @@ impl InterPodAffinity {
         }
         // The incoming pod's preferences about the existing pod.
         scores.add_weighted(
-            &pod.preferred_affinity,
+            pod.preferred_affinity(),
             &existing.pod,
             existing_ns_labels,
             node,
             delta,
         );
         scores.add_weighted(
-            &pod.preferred_anti_affinity,
+            pod.preferred_anti_affinity(),
             &existing.pod,
             existing_ns_labels,
             node,
@@ -572,21 +572,21 @@ impl InterPodAffinity {
         // The existing pod's terms about the incoming pod (symmetry).
         let hard_weight = self.args.hard_pod_affinity_weight;
         if hard_weight > 0 {
-            for term in &existing.required_affinity {
+            for term in existing.required_affinity() {
                 if term.matches(&pod.pod, pod_ns_labels) {
                     scores.add(intern_key(&term.topology_key), node, hard_weight * delta);
                 }
             }
         }
         scores.add_weighted(
-            &existing.preferred_affinity,
+            existing.preferred_affinity(),
             &pod.pod,
             pod_ns_labels,
             node,
             delta,
         );
         scores.add_weighted(
-            &existing.preferred_anti_affinity,
+            existing.preferred_anti_affinity(),
             &pod.pod,
             pod_ns_labels,
             node,
@@ -606,7 +606,7 @@ impl PreScore for InterPodAffinity {
             return Ok(());
         }
         let has_preferences =
-            !(pod.preferred_affinity.is_empty() && pod.preferred_anti_affinity.is_empty());
+            !(pod.preferred_affinity().is_empty() && pod.preferred_anti_affinity().is_empty());
         if self.args.ignore_preferred_terms_of_existing_pods && !has_preferences {
             state.skip_score(NAME);
             return Ok(());
