@@ -50,11 +50,14 @@ pub fn tune_allocator() {
 /// blocking calls are store reads and commits of microseconds to milliseconds; with 5,000
 /// agent sessions reporting at once the default grew the scheduler's pool to ~200 threads
 /// on two cores, each holding its own allocator pages, and no faster: calls beyond these
-/// wait in the pool's queue. The blocking calls (store reads and commits, joins of threads
-/// that end at shutdown) wait only for calls that already run (a commit for its turn to
-/// send its changes) or for other threads, never for a queued call, so the cap cannot
-/// deadlock them.
-const MAX_BLOCKING_THREADS: usize = 32;
+/// wait in the pool's queue. Each thread's allocator heap keeps pages of what it allocated
+/// and other threads freed, so fewer threads hold less: the end-to-end scheduler at 5,000
+/// nodes and 50,000 pods peaked at 448–464 MiB with 32 and 361–366 MiB with 8, the API
+/// load run no slower (docs/performance.md, "Memory, seventh round"). The blocking calls
+/// (store reads and commits, joins of threads that end at shutdown, at most three at once)
+/// wait only for calls that already run (a commit for its turn to send its changes) or for
+/// other threads, never for a queued call, so the cap cannot deadlock them.
+const MAX_BLOCKING_THREADS: usize = 8;
 
 /// The multi-threaded tokio runtime every Berth process runs on.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
