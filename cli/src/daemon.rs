@@ -54,8 +54,8 @@ pub fn tune_allocator() {
 /// on two cores, each holding its own allocator pages, and no faster: calls beyond these
 /// wait in the pool's queue. Each thread's allocator heap keeps pages of what it allocated
 /// and other threads freed, so fewer threads hold less: the end-to-end scheduler at 5,000
-/// nodes and 50,000 pods peaked at 448–464 MiB with 32 and 361–366 MiB with 8, the API
-/// load run no slower (docs/performance.md, "Memory, seventh round"). The blocking calls
+/// nodes and 50,000 pods peaked at a median 455.7 MiB with 32 and 365.1 MiB with 8, the
+/// API load run no slower (docs/performance.md, "Memory, seventh round"). The blocking calls
 /// (store reads and commits, joins of threads that end at shutdown, at most three at once)
 /// wait only for calls that already run (a commit for its turn to send its changes) or for
 /// other threads, never for a queued call, so the cap cannot deadlock them.
