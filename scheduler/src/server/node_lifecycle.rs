@@ -357,11 +357,19 @@ pub fn reconcile_taints(node: &Node, no_execute: Option<&str>, now: Time) -> Vec
     taints
 }
 
-/// What one pass decided for one node.
-struct Plan {
-    stored: Node,
-    updated: Node,
+/// What one pass decided for one node: the reflector's node, shared, and the controller's
+/// copy of it once a change is due (most rounds change no node, so they copy none).
+struct Plan<'a> {
+    stored: &'a Node,
+    updated: Option<Node>,
     went_unknown: bool,
+}
+
+impl Plan<'_> {
+    /// The node as the controller wants it so far.
+    fn current(&self) -> &Node {
+        self.updated.as_ref().unwrap_or(self.stored)
+    }
 }
 
 /// The controller. [`NodeLifecycleController::pass`] does one round; [`run`] drives it.
@@ -400,7 +408,22 @@ impl NodeLifecycleController {
         let wall = Time::now();
         // Catch up with the store first (the informer lists on its first call).
         while self.nodes.try_next().is_some() {}
-        let nodes: Vec<Node> = self.nodes.cache().nodes().into_iter().cloned().collect();
+        // The reflector's nodes, shared: a round writes through `self`, so it holds its own
+        // handles to them rather than borrowing the reflector.
+        let shared: Vec<Arc<Object>> = self
+            .nodes
+            .cache()
+            .list_shared(Kind::Node, None)
+            .into_iter()
+            .cloned()
+            .collect();
+        let nodes: Vec<&Node> = shared
+            .iter()
+            .filter_map(|o| match o.as_ref() {
+                Object::Node(n) => Some(n.as_ref()),
+                _ => None,
+            })
+            .collect();
         let names: HashSet<&str> = nodes.iter().map(|n| n.metadata.name.as_str()).collect();
         self.health.retain(&names);
         self.heartbeats.retain(|n, _| names.contains(n.as_str()));
@@ -410,67 +433,89 @@ impl NodeLifecycleController {
                 .and_then(|c| c.last_heartbeat_time);
             if let Some(beat) = beat {
                 // A stored heartbeat that moved on: the agent was heard, by some replica.
-                if self.heartbeats.insert(node.metadata.name.clone(), beat) != Some(beat) {
-                    self.health.record_at(&node.metadata.name, now);
+                let name = &node.metadata.name;
+                let moved = match self.heartbeats.get_mut(name) {
+                    Some(seen) => std::mem::replace(seen, beat) != beat,
+                    None => {
+                        self.heartbeats.insert(name.clone(), beat);
+                        true
+                    }
+                };
+                if moved {
+                    self.health.record_at(name, now);
                 }
             }
         }
 
         let mut plans = Vec::with_capacity(nodes.len());
         let mut want_new = BTreeSet::new();
-        for node in &nodes {
+        for node in nodes {
             let name = &node.metadata.name;
-            let mut updated = node.clone();
-            let mut went_unknown = false;
+            let mut plan = Plan {
+                stored: node,
+                updated: None,
+                went_unknown: false,
+            };
             if self.health.last_heard(name).is_some() || has_agent_heartbeat(node) {
                 let last = self.health.last_heard_or_start(name, now);
-                if now.saturating_duration_since(last) > self.config.grace_period {
-                    went_unknown = mark_unknown(&mut updated, wall);
+                if now.saturating_duration_since(last) > self.config.grace_period
+                    && condition_status(node, CONDITION_READY).is_some_and(|s| s != STATUS_UNKNOWN)
+                {
+                    let mut updated = node.clone();
+                    plan.went_unknown = mark_unknown(&mut updated, wall);
+                    plan.updated = Some(updated);
                 }
             }
-            if wanted_no_execute(&updated).is_some() && current_no_execute(&updated).is_none() {
+            let current = plan.current();
+            if wanted_no_execute(current).is_some() && current_no_execute(current).is_none() {
                 want_new.insert(name.clone());
             }
-            plans.push(Plan {
-                stored: node.clone(),
-                updated,
-                went_unknown,
-            });
+            plans.push(plan);
         }
         let admitted = self.queue.admit(&want_new, now);
         if let Some(first) = self.queue.waiting().next() {
             debug!(next = %first, waiting = want_new.len() - admitted.len(), "nodes wait for a NoExecute taint");
         }
 
-        for mut plan in plans {
-            let name = plan.stored.metadata.name.clone();
-            let wanted = wanted_no_execute(&plan.updated);
-            let no_execute = match (wanted, current_no_execute(&plan.updated)) {
+        for plan in plans {
+            let name = &plan.stored.metadata.name;
+            let current = plan.current();
+            let wanted = wanted_no_execute(current);
+            let no_execute = match (wanted, current_no_execute(current)) {
                 (None, _) => None,
                 // Switching between not-ready and unreachable is not rate-limited.
                 (Some(key), Some(_)) => Some(key),
-                (Some(key), None) if admitted.contains(&name) => Some(key),
+                (Some(key), None) if admitted.contains(name) => Some(key),
                 (Some(_), None) => None,
             };
-            plan.updated.spec.taints = reconcile_taints(&plan.updated, no_execute, wall);
-            if plan.updated == plan.stored {
+            let taints = reconcile_taints(current, no_execute, wall);
+            let mut updated = match plan.updated {
+                None if taints == plan.stored.spec.taints => continue,
+                Some(updated) => updated,
+                None => plan.stored.clone(),
+            };
+            updated.spec.taints = taints;
+            if updated == *plan.stored {
                 continue;
             }
             // A heartbeat may have come in since the round began.
             if plan.went_unknown
-                && self.health.last_heard(&name).is_some_and(|last| {
+                && self.health.last_heard(name).is_some_and(|last| {
                     now.saturating_duration_since(last) <= self.config.grace_period
                 })
             {
                 continue;
             }
             let added_no_execute =
-                no_execute.is_some() && current_no_execute(&plan.stored).is_none();
-            if self.write(&plan)? {
-                if plan.went_unknown {
+                no_execute.is_some() && current_no_execute(plan.stored).is_none();
+            let rv = plan.stored.metadata.resource_version.clone();
+            let went_unknown = plan.went_unknown;
+            let event_ref = went_unknown.then(|| node_ref(&updated));
+            if self.write(updated, rv)? {
+                if let Some(event_ref) = event_ref {
                     info!(node = %name, grace_period = ?self.config.grace_period, "node stopped posting status; marked Unknown");
                     self.events.record(
-                        node_ref(&plan.updated),
+                        event_ref,
                         NORMAL,
                         EVENT_NODE_NOT_READY,
                         format!("Node {name} status is now: {EVENT_NODE_NOT_READY}"),
@@ -480,26 +525,27 @@ impl NodeLifecycleController {
                     info!(node = %name, taint = ?no_execute, "node tainted NoExecute");
                 }
             } else if added_no_execute {
-                self.queue.requeue_front(name);
+                self.queue.requeue_front(name.clone());
             }
         }
         Ok(())
     }
 
-    /// Writes a node if nobody changed it since it was read; returns whether it was written.
-    /// The written state goes into the reflector at once, so that its copy from the stream
-    /// does not start another round.
-    fn write(&mut self, plan: &Plan) -> Result<bool> {
-        let rv = plan.stored.metadata.resource_version.clone();
+    /// Writes a node if nobody changed it since it was read at `rv`; returns whether it was
+    /// written. The written state goes into the reflector at once, so that its copy from the
+    /// stream does not start another round.
+    fn write(&mut self, updated: Node, rv: String) -> Result<bool> {
+        let name = updated.metadata.name.clone();
+        let taints = updated.spec.taints.clone();
         match self.nodes.store().commit(vec![Op::Update {
-            object: Object::Node(Box::new(plan.updated.clone())),
+            object: Object::Node(Box::new(updated)),
             precondition: Precondition::ResourceVersion(rv),
         }]) {
             Ok(changes) => {
                 for change in &changes {
                     self.nodes.apply(change);
                 }
-                debug!(node = %plan.updated.metadata.name, taints = ?plan.updated.spec.taints, "node updated");
+                debug!(node = %name, ?taints, "node updated");
                 Ok(true)
             }
             Err(berth_store::Error::Conflict { .. } | berth_store::Error::NotFound { .. }) => {
