@@ -46,10 +46,19 @@ const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// How much a quantile summary remembers (its buckets roll off one at a time).
 const SUMMARY_WINDOW: (Duration, u32) = (Duration::from_secs(60), 5);
 
+/// How often the recorder's histograms are drained into their summaries between scrapes.
+const UPKEEP_PERIOD: Duration = Duration::from_secs(5);
+
 /// Why the recorder could not be installed.
 #[derive(Debug, thiserror::Error)]
-#[error("installing the metrics recorder: {0}")]
-pub struct MetricsError(#[source] metrics_exporter_prometheus::BuildError);
+pub enum MetricsError {
+    /// The recorder's configuration was refused.
+    #[error("installing the metrics recorder: {0}")]
+    Build(#[source] metrics_exporter_prometheus::BuildError),
+    /// The upkeep thread could not start.
+    #[error("starting the metrics upkeep thread: {0}")]
+    Upkeep(#[source] std::io::Error),
+}
 
 /// The process's Prometheus recorder, installed on the first call (with every histogram's
 /// buckets and every metric's help), and shared afterwards.
@@ -63,7 +72,7 @@ pub fn install() -> Result<PrometheusHandle, MetricsError> {
     let mut builder = PrometheusBuilder::new()
         .set_quantiles(&[0.5, 0.9, 0.99])
         .and_then(|b| b.set_bucket_duration(SUMMARY_WINDOW.0))
-        .map_err(MetricsError)?
+        .map_err(MetricsError::Build)?
         .set_bucket_count(SUMMARY_WINDOW.1.try_into().expect("a non-zero count"));
     let mut buckets = berth_core::metrics::histogram_buckets();
     let latency = berth_core::metrics::exponential_buckets(0.0001, 2.0, 16);
@@ -76,9 +85,21 @@ pub fn install() -> Result<PrometheusHandle, MetricsError> {
     for (name, bounds) in buckets {
         builder = builder
             .set_buckets_for_metric(Matcher::Full(name.to_string()), &bounds)
-            .map_err(MetricsError)?;
+            .map_err(MetricsError::Build)?;
     }
-    let handle = builder.install_recorder().map_err(MetricsError)?;
+    let handle = builder.install_recorder().map_err(MetricsError::Build)?;
+    // A histogram keeps every sample recorded until upkeep drains it into its summary;
+    // without a scraper (the usual `berth dev`) only this thread bounds that memory. The
+    // recorder is the process's, so the thread is too (a runtime's task would stop with
+    // the first server's runtime).
+    let upkeep = handle.clone();
+    std::thread::Builder::new()
+        .name("metrics upkeep".into())
+        .spawn(move || loop {
+            std::thread::sleep(UPKEEP_PERIOD);
+            upkeep.run_upkeep();
+        })
+        .map_err(MetricsError::Upkeep)?;
     berth_core::metrics::describe();
     describe();
     Ok(HANDLE.get_or_init(|| handle).clone())
