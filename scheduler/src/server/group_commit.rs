@@ -56,7 +56,7 @@ async fn run(store: Arc<dyn ObjectStore>, mut rx: mpsc::UnboundedReceiver<Pendin
         let count = batches.len();
         let started = std::time::Instant::now();
         // A panic of the commit drops the replies: their callers see the server stopping.
-        let _ = tokio::task::spawn_blocking(move || commit(store.as_ref(), batches)).await;
+        let _ = super::commit_thread::run(move || commit(store.as_ref(), batches)).await;
         super::metrics::store_commit(count, started.elapsed());
     }
 }

@@ -29,6 +29,7 @@ pub mod admission;
 pub mod agents;
 pub mod api;
 pub mod binding;
+pub mod commit_thread;
 pub mod error;
 pub mod events;
 pub mod eviction;

@@ -183,7 +183,7 @@ async fn run(
             .collect();
         let store = store.clone();
         let started = std::time::Instant::now();
-        let committed = tokio::task::spawn_blocking(move || commit(store.as_ref(), writes)).await;
+        let committed = super::commit_thread::run(move || commit(store.as_ref(), writes)).await;
         super::metrics::store_commit(count, started.elapsed());
         backlog.done(count);
         let failed = match committed {
