@@ -1,14 +1,15 @@
 //! The process's commit thread: every store commit of the writers ([`super::writer`]) and the
 //! group commits ([`super::group_commit`]) runs on this one thread, one after another.
 //!
-//! The store takes one commit at a time anyway (sled's commit lock; on etcd the batching in
-//! front of it), so a thread of its own costs no parallelism, and the commits no longer take
-//! turns on the runtime's blocking pool. What it buys is memory: a commit allocates the
-//! objects the caches then keep (the stored versions of pods and nodes), and mimalloc keeps
-//! a heap per thread, whose pages only their own thread fills again once other threads
-//! free what was in them. Spread over up to eight blocking threads, the kept objects of a
-//! 50,000-pod end-to-end run sat in pages half full of freed space; made on one thread,
-//! they pack (docs/performance.md, "Memory, eighth round").
+//! On sled the store takes one commit at a time anyway (its commit lock), so a thread of its
+//! own costs no parallelism; on etcd the writer's and the group commits' round trips, which
+//! could overlap on the blocking pool, now take turns (each commits a batch, so what that
+//! costs is a batch's latency, not throughput). What the thread buys is memory: a commit
+//! allocates the objects the caches then keep (the stored versions of pods and nodes), and
+//! mimalloc keeps a heap per thread, whose pages only their own thread fills again once
+//! other threads free what was in them. Made on one thread instead of any of eight, the
+//! kept objects of a 50,000-pod end-to-end run took ~26 MiB less (docs/performance.md,
+//! "Memory, eighth round").
 //!
 //! The thread is process-wide, as the metrics recorder is: it starts on the first commit
 //! and serves every server of the process (tests and benchmarks run several); it ends with
