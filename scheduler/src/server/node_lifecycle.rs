@@ -260,11 +260,16 @@ fn has_agent_heartbeat(node: &Node) -> bool {
         .is_some_and(|c| c.last_heartbeat_time.is_some())
 }
 
+/// Whether [`mark_unknown`] would change the node: it has a Ready condition, not Unknown.
+fn can_go_unknown(node: &Node) -> bool {
+    condition_status(node, CONDITION_READY).is_some_and(|s| s != STATUS_UNKNOWN)
+}
+
 /// Sets Ready and the remaining conditions the node has to Unknown (reason
 /// [`REASON_NODE_STATUS_UNKNOWN`]), keeping their heartbeat times. Returns whether Ready
 /// changed (it was not Unknown already). A node without a Ready condition is left as it is.
 pub fn mark_unknown(node: &mut Node, now: Time) -> bool {
-    if condition_status(node, CONDITION_READY).is_none_or(|s| s == STATUS_UNKNOWN) {
+    if !can_go_unknown(node) {
         return false;
     }
     let stale: Vec<NodeCondition> = node
@@ -459,7 +464,7 @@ impl NodeLifecycleController {
             if self.health.last_heard(name).is_some() || has_agent_heartbeat(node) {
                 let last = self.health.last_heard_or_start(name, now);
                 if now.saturating_duration_since(last) > self.config.grace_period
-                    && condition_status(node, CONDITION_READY).is_some_and(|s| s != STATUS_UNKNOWN)
+                    && can_go_unknown(node)
                 {
                     let mut updated = node.clone();
                     plan.went_unknown = mark_unknown(&mut updated, wall);
@@ -509,8 +514,7 @@ impl NodeLifecycleController {
             let added_no_execute =
                 no_execute.is_some() && current_no_execute(plan.stored).is_none();
             let rv = plan.stored.metadata.resource_version.clone();
-            let went_unknown = plan.went_unknown;
-            let event_ref = went_unknown.then(|| node_ref(&updated));
+            let event_ref = plan.went_unknown.then(|| node_ref(&updated));
             if self.write(updated, rv)? {
                 if let Some(event_ref) = event_ref {
                     info!(node = %name, grace_period = ?self.config.grace_period, "node stopped posting status; marked Unknown");
