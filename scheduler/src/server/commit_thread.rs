@@ -35,16 +35,15 @@ pub enum CommitThreadError {
 }
 
 /// The queue of the process's commit thread, started on first use.
-fn queue() -> Result<mpsc::Sender<Job>, CommitThreadError> {
-    static QUEUE: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+fn queue() -> Result<&'static mpsc::Sender<Job>, CommitThreadError> {
+    static QUEUE: OnceLock<mpsc::Sender<Job>> = OnceLock::new();
     static START: Mutex<()> = Mutex::new(());
-    let sender = |q: &Mutex<mpsc::Sender<Job>>| q.lock().unwrap_or_else(|p| p.into_inner()).clone();
     if let Some(queue) = QUEUE.get() {
-        return Ok(sender(queue));
+        return Ok(queue);
     }
     let _one_at_a_time = START.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(queue) = QUEUE.get() {
-        return Ok(sender(queue));
+        return Ok(queue);
     }
     let (tx, rx) = mpsc::channel::<Job>();
     std::thread::Builder::new()
@@ -55,7 +54,7 @@ fn queue() -> Result<mpsc::Sender<Job>, CommitThreadError> {
             }
         })
         .map_err(|e| CommitThreadError::Start(e.to_string()))?;
-    Ok(sender(QUEUE.get_or_init(|| Mutex::new(tx))))
+    Ok(QUEUE.get_or_init(|| tx))
 }
 
 /// Runs `commit` on the commit thread, after the commits queued before it, and returns its
