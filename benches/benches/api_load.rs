@@ -314,9 +314,8 @@ fn main() {
     let clients = setting("BERTH_LOAD_CLIENTS", 200) as usize;
     let nodes = setting("BERTH_LOAD_NODES", 1000) as usize;
     let bulk = setting("BERTH_LOAD_BULK", 5000) as usize;
-    // The server's process as `berth-scheduler` runs it: its allocator (mimalloc, linked in
-    // with berth-cli) tuned the same way, and its runtime.
-    berth_cli::daemon::tune_allocator();
+    // The server's process as `berth-scheduler` runs it: its allocator (jemalloc, linked in
+    // with berth-cli, options and all) and its runtime.
     let rt = berth_cli::daemon::runtime().expect("tokio runtime");
     rt.block_on(async move {
         let dir = tempfile::tempdir().expect("temporary store");

@@ -13,38 +13,33 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 /// The allocator of every Berth binary (`berth`, `berth-scheduler`, `berth-agent`: each
-/// runs through this crate): mimalloc instead of glibc's malloc, which (capped at two
-/// arenas for memory's sake) took about a fifth of a SchedulingBasic run's samples in
-/// `_int_malloc`, `malloc_consolidate` and its lock. The run's CPU time falls by a third;
-/// built without transparent huge pages (`no_thp`, Cargo.toml) the peak RSS falls by a
-/// quarter too (docs/performance.md, "The allocator and the blocking pool").
+/// runs through this crate): jemalloc, with the options of [`MALLOC_CONF`]. glibc's malloc
+/// (capped at two arenas for memory's sake) took about a fifth of a SchedulingBasic run's
+/// samples in `_int_malloc`, `malloc_consolidate` and its lock; mimalloc, the allocator
+/// before this one, was as fast as jemalloc but held a ninth more memory: a heap per thread,
+/// each keeping pages that other threads had emptied (docs/performance.md, "The allocator
+/// and the blocking pool" and "Memory, ninth round").
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// mimalloc's `mi_option_purge_delay`, by its number in `mimalloc.h`'s enum (the crate's
-/// bindings have no name for it): how many milliseconds freed pages wait before they are
-/// returned to the system.
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// How long freed pages wait before mimalloc returns them to the system, in milliseconds.
-/// The store's writes, the loop and the sessions free pods on other threads than those
-/// that allocated them, and with mimalloc's default (a second, in the version we build)
-/// those pages stayed resident. SchedulingBasic at 5,000 nodes and 50,000 pods in process,
-/// medians of runs interleaved on a quiet machine: 1,000 ms 378 MiB peak and 17,777 pods/s
-/// (7 runs), 100 ms 350 MiB and ~18,500 (4 runs), 0 ms 345 MiB and 15,986 (5 runs): purging
-/// at once costs the allocator's calls back into the kernel (docs/performance.md, "The
-/// allocator and the blocking pool"; measured before `no_thp`).
-const PURGE_DELAY_MS: std::os::raw::c_long = 100;
-
-/// Sets mimalloc's purge delay to [`PURGE_DELAY_MS`] unless `MIMALLOC_PURGE_DELAY` is set
-/// (the user's value stands then). Call it first thing in `main`.
-pub fn tune_allocator() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: mi_option_set only stores a value in mimalloc's option table; it takes no
-        // pointers, and the option exists in the mimalloc this crate builds.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
-    }
-}
+/// jemalloc's options, which it reads once as it starts: the C string `malloc_conf` (named
+/// `_rjem_malloc_conf` in the prefixed jemalloc the crate builds). `_RJEM_MALLOC_CONF` in the
+/// environment overrides them option by option.
+///
+/// - `narenas:1`: one arena for every thread, instead of four per core. The scheduler's
+///   caches are filled on some threads and emptied on others (the commit thread, the loop,
+///   the sessions, the blocking pool); with an arena each, pages emptied in one stayed
+///   resident while another grew. A thread's cache (below) takes most calls without the
+///   arena's lock, and on two cores the lock was no slower.
+/// - `tcache_max:4096`: a thread caches freed objects up to 4 KiB, not 32 KiB; what larger
+///   objects a thread frees goes back to the arena for every thread to reuse.
+///
+/// The end-to-end scheduler at 5,000 nodes and 50,000 pods peaked at ~287 MB with these,
+/// ~295 MB with one arena alone, ~309 MB with jemalloc's defaults and ~333 MB with
+/// mimalloc (docs/performance.md, "Memory, ninth round").
+#[unsafe(export_name = "_rjem_malloc_conf")]
+#[used]
+static MALLOC_CONF: &[u8; 26] = b"narenas:1,tcache_max:4096\0";
 
 /// The most threads a Berth process runs blocking calls on (tokio's default is 512). The
 /// scheduler's blocking calls are store reads and commits of microseconds to milliseconds
@@ -78,7 +73,6 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    tune_allocator();
     let args = berth_scheduler::server::cli::Command::parse_from(command_line).args;
     init_tracing("info", LogFormat::Text)?;
     serve(|shutdown| async move {
@@ -94,7 +88,6 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    tune_allocator();
     let args = berth_agent::cli::Args::parse_from(command_line);
     init_tracing("info", args.log_format)?;
     serve(|shutdown| async move {
@@ -176,25 +169,37 @@ async fn cancel_on_signal(shutdown: CancellationToken) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    /// The option's number is the purge delay's: its default in the mimalloc we build is
-    /// 1,000 ms, and the options beside it default to other values (1 and 0).
+    /// jemalloc runs with [`MALLOC_CONF`]'s options (this test's binary links the same
+    /// allocator and string as the servers'), unless the environment overrides them.
     #[test]
-    fn the_purge_delay_option_is_the_one_set() {
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-            eprintln!("skipped: MIMALLOC_PURGE_DELAY is set");
+    fn jemalloc_reads_the_exported_options() {
+        if std::env::var_os("_RJEM_MALLOC_CONF").is_some() {
+            eprintln!("skipped: _RJEM_MALLOC_CONF is set and overrides the options");
             return;
         }
-        // SAFETY: mi_option_get only reads mimalloc's option table.
-        let delay = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
-        assert!(
-            delay == 1000 || delay == PURGE_DELAY_MS,
-            "purge delay read as {delay}"
-        );
-        tune_allocator();
-        // SAFETY: as above.
-        let delay = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
-        assert_eq!(delay, PURGE_DELAY_MS);
+        let narenas: u32 = read_option(c"opt.narenas");
+        assert_eq!(narenas, 1, "opt.narenas");
+        let tcache_max: usize = read_option(c"opt.tcache_max");
+        assert_eq!(tcache_max, 4096, "opt.tcache_max");
+    }
+
+    /// One of jemalloc's options by its `mallctl` name, as a `T` of the option's own size.
+    fn read_option<T: Default>(name: &std::ffi::CStr) -> T {
+        let mut value = T::default();
+        let mut len = std::mem::size_of::<T>();
+        // SAFETY: mallctl writes at most `len` bytes to `value`, a `T` of that size, and
+        // reads no new value (null, 0); the name is a NUL-terminated string.
+        let rc = unsafe {
+            tikv_jemalloc_sys::mallctl(
+                name.as_ptr(),
+                (&mut value as *mut T).cast(),
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        assert_eq!(rc, 0, "mallctl({name:?}) failed");
+        assert_eq!(len, std::mem::size_of::<T>(), "{name:?}'s size");
+        value
     }
 }

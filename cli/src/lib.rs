@@ -133,7 +133,6 @@ pub enum Command {
 
 /// Runs `berth` with the process's arguments and standard streams; returns the exit code.
 pub fn main() -> ExitCode {
-    daemon::tune_allocator();
     // `berth scheduler ...` and `berth agent ...` run the scheduler or an agent in this
     // process, with the flags of `berth-scheduler` and `berth-agent`: `berth dev` starts its
     // cluster this way, so that `cargo run --bin berth -- dev` needs no other binary.

@@ -4,12 +4,13 @@
 //! On sled the store takes one commit at a time anyway (its commit lock), so a thread of its
 //! own costs no parallelism; on etcd the writer's and the group commits' round trips, which
 //! could overlap on the blocking pool, now take turns (each commits a batch, so what that
-//! costs is a batch's latency, not throughput). What the thread buys is memory: a commit
+//! costs is a batch's latency, not throughput). What the thread bought is memory: a commit
 //! allocates the objects the caches then keep (the stored versions of pods and nodes), and
-//! mimalloc keeps a heap per thread, whose pages only their own thread fills again once
-//! other threads free what was in them. Made on one thread instead of any of eight, the
-//! kept objects of a 50,000-pod end-to-end run took ~26 MiB less (docs/performance.md,
-//! "Memory, eighth round").
+//! mimalloc, the binaries' allocator then, kept a heap per thread, whose pages only their
+//! own thread filled again once other threads freed what was in them. Made on one thread
+//! instead of any of eight, the kept objects of a 50,000-pod end-to-end run took ~26 MiB
+//! less (docs/performance.md, "Memory, eighth round"; under jemalloc's one arena, the
+//! allocator since the ninth round, see there).
 //!
 //! The thread is process-wide, as the metrics recorder is: it starts on the first commit
 //! and serves every server of the process (tests and benchmarks run several); it ends with
