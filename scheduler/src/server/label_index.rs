@@ -108,8 +108,17 @@ impl LabelIndex {
                 .min_by_key(|sets: &Vec<Option<&Holders>>| {
                     sets.iter().flatten().map(|h| h.len()).sum::<usize>()
                 })?;
+        // An `in` may name a value twice; its holders count once.
+        let mut narrowest: Vec<&Holders> = narrowest.into_iter().flatten().collect();
+        narrowest.sort_by_key(|h| *h as *const Holders);
+        narrowest.dedup_by(|a, b| std::ptr::eq(*a, *b));
+        // The holders of the narrowest requirement are exactly what it selects: when it is
+        // the selector's only requirement, each needs no check of its labels (a look at
+        // every holder's labels was most of a list's cost).
+        let exact = selector.match_labels.len() + selector.match_expressions.len() == 1;
+        let sets = narrowest.len();
         let mut found: Vec<Arc<Object>> = Vec::new();
-        for holders in narrowest.into_iter().flatten() {
+        for holders in narrowest {
             let in_namespace: Box<dyn Iterator<Item = &Arc<Object>>> = match namespace {
                 Some(ns) => Box::new(
                     holders
@@ -121,15 +130,18 @@ impl LabelIndex {
             };
             found.extend(
                 in_namespace
-                    .filter(|o| selector.matches(&o.meta().labels))
+                    .filter(|o| exact || selector.matches(&o.meta().labels))
                     .cloned(),
             );
         }
-        // Values of one `in` requirement select disjoint sets; in key order again.
-        found.sort_by(|a, b| {
-            let (a, b) = (a.meta(), b.meta());
-            (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name))
-        });
+        // One set is in key order already; the values of one `in` requirement select
+        // disjoint sets, to be put in key order again.
+        if sets > 1 {
+            found.sort_by(|a, b| {
+                let (a, b) = (a.meta(), b.meta());
+                (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name))
+            });
+        }
         Some(found)
     }
 }
@@ -208,6 +220,24 @@ mod tests {
                 namespace: None,
                 selector: "app in (web,db)",
                 want: Some(&["a/p1", "a/p2", "b/p0", "b/p1"]),
+            },
+            Case {
+                name: "in: a value named twice counts once",
+                namespace: None,
+                selector: "app in (web,db,web)",
+                want: Some(&["a/p1", "a/p2", "b/p0", "b/p1"]),
+            },
+            Case {
+                name: "in: one value, one namespace",
+                namespace: Some("b"),
+                selector: "app in (db)",
+                want: Some(&["b/p0"]),
+            },
+            Case {
+                name: "two pairs: the narrower is checked against the other",
+                namespace: Some("a"),
+                selector: "tier=front,app=web",
+                want: Some(&["a/p2"]),
             },
             Case {
                 name: "other requirements filter what the index found",
