@@ -16,9 +16,10 @@ use tracing::{info, warn};
 /// runs through this crate): jemalloc, with the options of [`MALLOC_CONF`]. glibc's malloc
 /// (capped at two arenas for memory's sake) took about a fifth of a SchedulingBasic run's
 /// samples in `_int_malloc`, `malloc_consolidate` and its lock; mimalloc, the allocator
-/// before this one, was as fast as jemalloc but held a ninth more memory: a heap per thread,
-/// each keeping pages that other threads had emptied (docs/performance.md, "The allocator
-/// and the blocking pool" and "Memory, ninth round").
+/// before this one, was about as fast as jemalloc but the end-to-end scheduler held a sixth
+/// more memory with it: a heap per thread, each keeping pages that other threads had
+/// emptied (docs/performance.md, "The allocator and the blocking pool" and "Memory, ninth
+/// round").
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -26,10 +27,10 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// `_rjem_malloc_conf` in the prefixed jemalloc the crate builds). `_RJEM_MALLOC_CONF` in the
 /// environment overrides them option by option.
 ///
-/// - `narenas:1`: one arena for every thread, instead of four per core. The scheduler's
-///   caches are filled on some threads and emptied on others (the commit thread, the loop,
-///   the sessions, the blocking pool); with an arena each, pages emptied in one stayed
-///   resident while another grew. A thread's cache (below) takes most calls without the
+/// - `narenas:1`: one arena for every thread, instead of four per core with the threads
+///   spread over them. The scheduler's caches are filled on some threads and emptied on
+///   others (the commit thread, the loop, the sessions, the blocking pool); with several
+///   arenas, pages emptied in one stayed resident while another grew. A thread's cache (below) takes most calls without the
 ///   arena's lock, and on two cores the lock was no slower.
 /// - `tcache_max:4096`: a thread caches freed objects up to 4 KiB, not 32 KiB; what larger
 ///   objects a thread frees goes back to the arena for every thread to reuse.
