@@ -289,6 +289,10 @@ impl ObjectStore for FencedStore {
         self.inner.wait_sent(revision, timeout)
     }
 
+    fn commits_in_process(&self) -> bool {
+        self.inner.commits_in_process()
+    }
+
     fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
         self.inner.subscribe()
     }

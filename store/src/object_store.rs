@@ -141,6 +141,15 @@ pub trait ObjectStore: Send + Sync {
         true
     }
 
+    /// Whether a commit is work done in this process (sled: encoding, its B-tree, its log)
+    /// rather than a round trip to the store's own servers (etcd). The server runs commits
+    /// done in process one after another on one thread of its own, and lets round trips
+    /// overlap on the blocking pool, where the store's servers batch them. The default is a
+    /// round trip.
+    fn commits_in_process(&self) -> bool {
+        false
+    }
+
     /// A receiver of every [`Change`] committed after this call, in commit order.
     ///
     /// A receiver that falls more than the channel's capacity behind gets

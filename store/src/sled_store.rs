@@ -272,6 +272,10 @@ impl ObjectStore for SledStore {
         self.revision.load(Ordering::Acquire)
     }
 
+    fn commits_in_process(&self) -> bool {
+        true
+    }
+
     fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
         // With the lock of what has been sent, the receiver gets every change sent after
         // the revision sent so far, whole commits only. A commit whose transaction ran

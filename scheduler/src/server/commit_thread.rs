@@ -1,26 +1,28 @@
-//! The process's commit thread: every store commit of the writers ([`super::writer`]) and the
-//! group commits ([`super::group_commit`]) runs on this one thread, one after another.
+//! The process's commit thread: the store commits of the writers ([`super::writer`]) and the
+//! group commits ([`super::group_commit`]) to a store that commits in this process (sled,
+//! [`ObjectStore::commits_in_process`]) run on this one thread, one after another; to a
+//! store whose commits are round trips (etcd) they run on the blocking pool ([`commit_to`]).
 //!
 //! On sled the store takes one commit at a time anyway (its commit lock), so a thread of its
-//! own costs no parallelism; on etcd the writer's and the group commits' round trips, which
-//! could overlap on the blocking pool, now take turns (each commits a batch, so what that
-//! costs is a batch's latency, not throughput). What the thread bought is memory: a commit
-//! allocates the objects the caches then keep (the stored versions of pods and nodes), and
-//! mimalloc, the binaries' allocator then, kept a heap per thread, whose pages only their
-//! own thread filled again once other threads freed what was in them. Made on one thread
-//! instead of any of eight, the kept objects of a 50,000-pod end-to-end run took ~26 MiB
-//! less (docs/performance.md, "Memory, eighth round"). Under jemalloc's one arena, the
-//! allocator since, it still does: 275 MiB against 304 with the commits on the blocking
-//! pool ("Memory, ninth round"), the kept objects packed into slabs of their own rather
-//! than among each blocking thread's transient allocations (a reading, not inspected).
+//! own costs no parallelism. What the thread buys is memory: a commit allocates the objects
+//! the caches then keep (the stored versions of pods and nodes). With mimalloc, the
+//! binaries' allocator then, which kept a heap per thread, made on one thread instead of
+//! any of eight the kept objects of a 50,000-pod end-to-end run took ~26 MiB less
+//! (docs/performance.md, "Memory, eighth round"); under jemalloc's one arena, the allocator
+//! since, 275 MiB against 304 ("Memory, ninth round"), the kept objects packed into slabs
+//! of their own rather than among each blocking thread's transient allocations (a reading,
+//! not inspected). On etcd the round trips of the writer and the group commits took turns
+//! on the one thread, and the API load run served a half to a third of the calls it
+//! served with them overlapping on the blocking pool, where etcd batches them.
 //!
 //! The thread is process-wide, as the metrics recorder is: it starts on the first commit
 //! and serves every server of the process (tests and benchmarks run several); it ends with
 //! the process.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{mpsc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
+use berth_store::ObjectStore;
 use tokio::sync::oneshot;
 
 /// A commit to run, with where its result goes.
@@ -60,6 +62,29 @@ fn queue() -> Result<&'static mpsc::Sender<Job>, CommitThreadError> {
     Ok(QUEUE.get_or_init(|| tx))
 }
 
+/// Runs `commit`, a commit to `store`, where such commits belong: on the commit thread
+/// ([`run`]) when the store commits in this process (sled), and on the blocking pool when
+/// its commits are round trips (etcd: on one thread the writer's and the group commits'
+/// round trips took turns, and the API load run on etcd served a half to a third of the
+/// calls). A panic of `commit` is [`CommitThreadError::Panicked`] either way.
+pub async fn commit_to<R: Send + 'static>(
+    store: Arc<dyn ObjectStore>,
+    commit: impl FnOnce(&dyn ObjectStore) -> R + Send + 'static,
+) -> Result<R, CommitThreadError> {
+    let in_process = store.commits_in_process();
+    let commit = move || commit(store.as_ref());
+    if in_process {
+        return run(commit).await;
+    }
+    match tokio::task::spawn_blocking(commit).await {
+        Ok(value) => Ok(value),
+        Err(e) if e.is_panic() => Err(CommitThreadError::Panicked),
+        Err(_) => Err(CommitThreadError::Start(
+            "the runtime is shutting down".into(),
+        )),
+    }
+}
+
 /// Runs `commit` on the commit thread, after the commits queued before it, and returns its
 /// result; a panic of `commit` is [`CommitThreadError::Panicked`] and leaves the thread
 /// serving the next ones.
@@ -82,7 +107,60 @@ pub async fn run<R: Send + 'static>(
 
 #[cfg(test)]
 mod tests {
+    use berth_proto::model::{Kind, Object, ObjectKey};
+    use berth_store::{Change, Op};
+    use tokio::sync::broadcast;
+
     use super::*;
+
+    /// A store that holds nothing and says where its commits run.
+    struct Empty {
+        in_process: bool,
+    }
+
+    impl ObjectStore for Empty {
+        fn get(&self, _: &ObjectKey) -> berth_store::Result<Option<Object>> {
+            Ok(None)
+        }
+        fn list(&self, _: Kind, _: Option<&str>) -> berth_store::Result<Vec<Object>> {
+            Ok(Vec::new())
+        }
+        fn commit(&self, _: Vec<Op>) -> berth_store::Result<Vec<Change>> {
+            Ok(Vec::new())
+        }
+        fn revision(&self) -> u64 {
+            0
+        }
+        fn commits_in_process(&self) -> bool {
+            self.in_process
+        }
+        fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+            broadcast::channel(1).1
+        }
+    }
+
+    #[tokio::test]
+    async fn commits_in_process_run_on_the_thread_and_round_trips_on_the_blocking_pool() {
+        for in_process in [true, false] {
+            let store: Arc<dyn ObjectStore> = Arc::new(Empty { in_process });
+            let thread = commit_to(store.clone(), |s| {
+                assert_eq!(s.revision(), 0, "the store given is the store");
+                std::thread::current().name().map(str::to_string)
+            })
+            .await
+            .expect("ran");
+            assert_eq!(
+                thread.as_deref() == Some("store commits"),
+                in_process,
+                "in process: {in_process}, ran on {thread:?}"
+            );
+            let panicked = commit_to(store, |_| -> u32 { panic!("a failing commit") }).await;
+            assert!(
+                matches!(panicked, Err(CommitThreadError::Panicked)),
+                "in process: {in_process}: {panicked:?}"
+            );
+        }
+    }
 
     #[tokio::test]
     async fn runs_commits_on_one_thread_and_survives_a_panic() {

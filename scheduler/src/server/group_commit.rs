@@ -52,11 +52,11 @@ async fn run(store: Arc<dyn ObjectStore>, mut rx: mpsc::UnboundedReceiver<Pendin
     let mut pending = Vec::with_capacity(MAX_BATCHES);
     while rx.recv_many(&mut pending, MAX_BATCHES).await > 0 {
         let batches = std::mem::take(&mut pending);
-        let store = store.clone();
         let count = batches.len();
         let started = std::time::Instant::now();
         // A panic of the commit drops the replies: their callers see the server stopping.
-        let _ = super::commit_thread::run(move || commit(store.as_ref(), batches)).await;
+        let _ = super::commit_thread::commit_to(store.clone(), move |store| commit(store, batches))
+            .await;
         super::metrics::store_commit(count, started.elapsed());
     }
 }

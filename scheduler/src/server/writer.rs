@@ -181,9 +181,10 @@ async fn run(
             .iter()
             .filter_map(|w| w.on_failure.as_ref().map(|n| n.pod_uid.clone()))
             .collect();
-        let store = store.clone();
         let started = std::time::Instant::now();
-        let committed = super::commit_thread::run(move || commit(store.as_ref(), writes)).await;
+        let committed =
+            super::commit_thread::commit_to(store.clone(), move |store| commit(store, writes))
+                .await;
         super::metrics::store_commit(count, started.elapsed());
         backlog.done(count);
         let failed = match committed {
