@@ -44,8 +44,8 @@ static MALLOC_CONF: &[u8; 26] = b"narenas:1,tcache_max:4096\0";
 
 /// The most threads a Berth process runs blocking calls on (tokio's default is 512). The
 /// scheduler's blocking calls are store reads and commits of microseconds to milliseconds
-/// (the writers' and the group commits' commits run on a thread of their own,
-/// `berth_scheduler::server::commit_thread`); an agent's include the removal of a stopped
+/// (on sled the writers' and the group commits' commits run on a thread of their own,
+/// `berth_scheduler::server::commit_thread`; on etcd, here); an agent's include the removal of a stopped
 /// pod's cgroups, which waits up to two seconds for killed processes to leave (more than 8
 /// pods stopped at once wait their turn). With 5,000
 /// agent sessions reporting at once the default grew the scheduler's pool to ~200 threads
