@@ -37,6 +37,9 @@ pub enum CommitThreadError {
     /// The job panicked (its caller sees its writes as failed).
     #[error("the commit panicked")]
     Panicked,
+    /// The blocking pool dropped the job unrun: the runtime is shutting down.
+    #[error("the commit did not run: the runtime is shutting down")]
+    Cancelled,
 }
 
 /// The queue of the process's commit thread, started on first use.
@@ -79,16 +82,14 @@ pub async fn commit_to<R: Send + 'static>(
     match tokio::task::spawn_blocking(commit).await {
         Ok(value) => Ok(value),
         Err(e) if e.is_panic() => Err(CommitThreadError::Panicked),
-        Err(_) => Err(CommitThreadError::Start(
-            "the runtime is shutting down".into(),
-        )),
+        Err(_) => Err(CommitThreadError::Cancelled),
     }
 }
 
 /// Runs `commit` on the commit thread, after the commits queued before it, and returns its
 /// result; a panic of `commit` is [`CommitThreadError::Panicked`] and leaves the thread
 /// serving the next ones.
-pub async fn run<R: Send + 'static>(
+async fn run<R: Send + 'static>(
     commit: impl FnOnce() -> R + Send + 'static,
 ) -> Result<R, CommitThreadError> {
     let (reply, result) = oneshot::channel();
