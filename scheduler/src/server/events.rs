@@ -4,10 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use berth_proto::model::{Event, Object, ObjectMeta, ObjectReference, Time};
-use berth_store::Op;
+use berth_proto::model::{Event, ObjectMeta, ObjectReference, Time};
 
-use super::writer::{Write, Writer};
+use super::writer::Writer;
 
 /// `Normal` event type.
 pub const NORMAL: &str = "Normal";
@@ -22,7 +21,7 @@ const MAX_REMEMBERED: usize = 4096;
 /// What makes two events repeats of each other: the object's uid, the reason, the message.
 type DedupeKey = (String, String, String);
 
-/// Writes events through the [`Writer`], de-duplicating repeats.
+/// Writes events through the [`Writer`] (behind its other writes), de-duplicating repeats.
 #[derive(Clone)]
 pub struct EventRecorder {
     writer: Writer,
@@ -61,16 +60,14 @@ impl EventRecorder {
                 event.reporting_instance = self.instance.clone();
                 event
             });
-            event.count += 1;
-            event.last_timestamp = Some(now);
-            event.clone()
+            // Shared with the writer's queue until committed: a repeat meanwhile counts up a
+            // copy, and the queued write keeps the count it was recorded with.
+            let shared = Arc::make_mut(event);
+            shared.count += 1;
+            shared.last_timestamp = Some(now);
+            Arc::clone(event)
         };
-        self.writer.submit(Write {
-            before: Vec::new(),
-            op: Op::Upsert(Object::Event(Box::new(event))).into(),
-            on_failure: None,
-            refresh_before: None,
-        });
+        self.writer.submit_event(event);
     }
 }
 
@@ -78,11 +75,12 @@ impl EventRecorder {
 /// forgotten first (an LRU cache).
 struct Remembered {
     capacity: usize,
-    /// Each event with the tick it was last seen at. Boxed: the table keeps twice to four
-    /// times as many slots as events (removals leave tombstones, and hashbrown grows rather
-    /// than rehash a table more than half full), and an `Event` inline made a slot 664
+    /// Each event with the tick it was last seen at. Behind a pointer: the table keeps twice
+    /// to four times as many slots as events (removals leave tombstones, and hashbrown grows
+    /// rather than rehash a table more than half full), and an `Event` inline made a slot 664
     /// bytes (10.8 MB for 4,096 events in SchedulingBasic at 50,000 pods; 3.8 MB boxed).
-    events: HashMap<DedupeKey, (u64, Box<Event>)>,
+    /// Shared, so that an event waiting in the writer's queue costs no copy of its own.
+    events: HashMap<DedupeKey, (u64, Arc<Event>)>,
     /// Ticks in the order seen, each naming the key seen then.
     order: BTreeMap<u64, DedupeKey>,
     tick: u64,
@@ -100,7 +98,7 @@ impl Remembered {
 
     /// The event remembered under `key`, now the most recently seen; made by `new` (and the
     /// least recently seen one forgotten, when full) if there is none.
-    fn entry(&mut self, key: DedupeKey, new: impl FnOnce() -> Event) -> &mut Event {
+    fn entry(&mut self, key: DedupeKey, new: impl FnOnce() -> Event) -> &mut Arc<Event> {
         self.tick += 1;
         let tick = self.tick;
         if let Some((seen, _)) = self.events.get(&key) {
@@ -114,7 +112,7 @@ impl Remembered {
         let slot = self
             .events
             .entry(key)
-            .or_insert_with(|| (tick, Box::new(new())));
+            .or_insert_with(|| (tick, Arc::new(new())));
         slot.0 = tick;
         &mut slot.1
     }
@@ -203,6 +201,7 @@ mod tests {
                         Time::now(),
                     )
                 });
+                let event = Arc::make_mut(event);
                 event.count += 1;
                 event.count
             })

@@ -56,13 +56,14 @@ const WATCHED: [Kind; 6] = [
 /// Longest the loop sleeps when nothing happens (it then re-checks the queue's timers).
 const IDLE_TICK: Duration = Duration::from_secs(1);
 
-/// Most writes (bindings, events, status updates) the loop lets wait for the store before
-/// it stops scheduling until a commit is done: eight of the writer's batches (~2,000 pods),
-/// so that the writer always has full batches waiting. Without a bound a loop faster than
-/// the store ran tens of thousands of pods ahead, each held twice meanwhile (its assumed
-/// copy in the snapshot, its Scheduled event in the queue): SchedulingBasic with 50,000
-/// pods peaked at 285 MiB (266-305) against 266 (259-272) with the bound, at the same
-/// throughput (docs/performance.md, "The loop waits for the writer").
+/// Most writes (bindings, status updates; not events, which wait apart, see the writer)
+/// the loop lets wait for the store before it stops scheduling until a commit is done:
+/// eight of the writer's batches, so that the writer always has full batches waiting.
+/// Without a bound a loop faster than the store ran tens of thousands of pods ahead, each
+/// held twice meanwhile (its assumed copy in the snapshot, its Scheduled event in the
+/// queue): SchedulingBasic with 50,000 pods peaked at 285 MiB (266-305) against 266
+/// (259-272) with the bound, at the same throughput (docs/performance.md, "The loop waits
+/// for the writer").
 const WRITES_AHEAD: usize = 8 * super::writer::MAX_BATCH;
 
 /// What the loop knows of a pod not bound in the store (yet): bound pods are the

@@ -5,11 +5,17 @@
 //! that one stale write cannot sink the others. It counts the writes not done yet, so that
 //! the scheduling loop can wait for it instead of running ever further ahead
 //! ([`Writer::backlog`], [`Writer::caught_up`]).
+//!
+//! Events wait behind the other writes ([`Writer::submit_event`]): a batch takes them when no
+//! other write is waiting, once they have waited [`EVENTS_DELAY`], or once more than
+//! [`EVENTS_AHEAD`] of them wait, so that a burst of bindings does not wait for its events,
+//! as kube's schedulers write events asynchronously through a client of their own.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use berth_proto::model::{Object, Time};
+use berth_proto::model::{Event, Object, Time};
 use berth_store::{ObjectStore, Op, Precondition};
 use tokio::sync::{mpsc, Notify};
 use tracing::{debug, error, warn};
@@ -20,6 +26,19 @@ use crate::framework::SharedPod;
 /// Most writes taken from the queue at once (committed in transactions of at most
 /// [`berth_store::MAX_FENCED_TXN_OPS`] operations).
 pub(crate) const MAX_BATCH: usize = 512;
+
+/// Longest an event waits behind other writes: a batch takes the events queued that long
+/// ago (at most a batch of them) even when other writes wait, so that under a steady load
+/// they still appear within about this time.
+pub(crate) const EVENTS_DELAY: Duration = Duration::from_secs(1);
+
+/// Most events left waiting behind other writes: past it, each batch also takes the
+/// events over the bound (at most a batch of them), so that what they hold stays bounded
+/// (~1 KB an event not shared with the recorder's memory of recent events). Sixteen
+/// batches: at 4,096 SchedulingBasic (10,000 pods) ran at 18,000 pods/s against 22,000 at
+/// 8,192 or more, and 16,384 copied events took the scheduler's peak at 50,000 pods end to
+/// end 12 MiB up (docs/performance.md, "Events behind the bindings").
+pub(crate) const EVENTS_AHEAD: usize = 16 * MAX_BATCH;
 
 /// One write and who wants to hear that it failed.
 pub struct Write {
@@ -104,15 +123,23 @@ pub struct FailureNotice {
     pub error: String,
 }
 
+/// What the writer's queue carries.
+enum Queued {
+    /// A write, committed in the next batch.
+    Write(Write),
+    /// An event to upsert (see [`Pending::batch`] for when), and when it was queued.
+    Event(Arc<Event>, Instant),
+}
+
 /// Sends writes to the writer task.
 #[derive(Clone)]
 pub struct Writer {
-    tx: mpsc::UnboundedSender<Write>,
+    tx: mpsc::UnboundedSender<Queued>,
     backlog: Arc<Backlog>,
 }
 
-/// How many writes are queued or being committed, and a wake-up for whoever waits for the
-/// writer to catch up.
+/// How many writes (events aside) are queued or being committed, and a wake-up for whoever
+/// waits for the writer to catch up.
 #[derive(Default)]
 struct Backlog {
     writes: AtomicUsize,
@@ -142,14 +169,22 @@ impl Writer {
     /// Queues a write. Returns false if the writer has stopped.
     pub fn submit(&self, write: Write) -> bool {
         self.backlog.writes.fetch_add(1, Ordering::AcqRel);
-        let sent = self.tx.send(write).is_ok();
+        let sent = self.tx.send(Queued::Write(write)).is_ok();
         if !sent {
             self.backlog.done(1);
         }
         sent
     }
 
-    /// How many submitted writes are not done yet (queued, or in the commit under way).
+    /// Queues an event's upsert, which waits behind the other writes (see the module's
+    /// comment) and is not counted in [`Writer::backlog`]. Returns false if the writer has
+    /// stopped.
+    pub fn submit_event(&self, event: Arc<Event>) -> bool {
+        self.tx.send(Queued::Event(event, Instant::now())).is_ok()
+    }
+
+    /// How many submitted writes, events aside, are not done yet (queued, or in the commit
+    /// under way).
     pub fn backlog(&self) -> usize {
         self.backlog.writes.load(Ordering::Acquire)
     }
@@ -168,25 +203,41 @@ impl Writer {
 
 async fn run(
     store: Arc<dyn ObjectStore>,
-    mut rx: mpsc::UnboundedReceiver<Write>,
+    mut rx: mpsc::UnboundedReceiver<Queued>,
     failures: mpsc::UnboundedSender<FailureNotice>,
     backlog: Arc<Backlog>,
 ) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let writes = std::mem::take(&mut batch);
+    let mut pending = Pending::default();
+    let mut received = Vec::with_capacity(MAX_BATCH);
+    loop {
+        if pending.events.is_empty() {
+            // Nothing waits: sleep until something comes.
+            if rx.recv_many(&mut received, MAX_BATCH).await == 0 {
+                break;
+            }
+            pending.take(received.drain(..));
+        }
+        // Whatever else is queued, without waiting: the events among it until a batch of
+        // other writes has come.
+        while pending.writes.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(queued) => pending.take(std::iter::once(queued)),
+                Err(_) => break,
+            }
+        }
+        let (writes, events) = pending.batch(Instant::now());
         let count = writes.len();
         // Who to tell should the commit task itself fail (panic) with the writes inside.
         let notices: Vec<String> = writes
             .iter()
             .filter_map(|w| w.on_failure.as_ref().map(|n| n.pod_uid.clone()))
             .collect();
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let committed =
             super::commit_thread::commit_to(store.clone(), move |store| commit(store, writes))
                 .await;
         super::metrics::store_commit(count, started.elapsed());
-        backlog.done(count);
+        backlog.done(count - events);
         let failed = match committed {
             Ok(failed) => failed,
             Err(e) => {
@@ -206,6 +257,53 @@ async fn run(
         }
     }
     debug!("writer stopped");
+}
+
+/// Writes taken from the queue and not yet committed.
+#[derive(Default)]
+struct Pending {
+    /// Writes other than events, in the order queued.
+    writes: Vec<Write>,
+    /// Events and when each was queued, in that order.
+    events: std::collections::VecDeque<(Arc<Event>, Instant)>,
+}
+
+impl Pending {
+    fn take(&mut self, queued: impl IntoIterator<Item = Queued>) {
+        for queued in queued {
+            match queued {
+                Queued::Write(write) => self.writes.push(write),
+                Queued::Event(event, queued) => self.events.push_back((event, queued)),
+            }
+        }
+    }
+
+    /// The next batch and how many events end it: the writes waiting, then events (oldest
+    /// first, at most a batch of them): as many as fit if no write is waiting, else those
+    /// queued [`EVENTS_DELAY`] or more before `now` and those over [`EVENTS_AHEAD`].
+    fn batch(&mut self, now: Instant) -> (Vec<Write>, usize) {
+        let mut batch = std::mem::take(&mut self.writes);
+        let events = if batch.is_empty() {
+            MAX_BATCH
+        } else {
+            let overdue = self
+                .events
+                .iter()
+                .take(MAX_BATCH)
+                .take_while(|(_, queued)| now.saturating_duration_since(*queued) >= EVENTS_DELAY)
+                .count();
+            overdue.max(self.events.len().saturating_sub(EVENTS_AHEAD))
+        }
+        .min(MAX_BATCH)
+        .min(self.events.len());
+        batch.extend(self.events.drain(..events).map(|(event, _)| Write {
+            before: Vec::new(),
+            op: Op::Upsert(Object::Event(Box::new(Arc::unwrap_or_clone(event)))).into(),
+            on_failure: None,
+            refresh_before: None,
+        }));
+        (batch, events)
+    }
 }
 
 /// Commits the writes in as few fenced transactions as etcd's limit allows, each group
@@ -381,7 +479,7 @@ mod tests {
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Err(berth_store::Error::Timeout {
                 operation: "commit",
-                after: std::time::Duration::from_secs(5),
+                after: Duration::from_secs(5),
             })
         }
         fn revision(&self) -> u64 {
@@ -443,6 +541,28 @@ mod tests {
         inner: SledStore,
         open: std::sync::Mutex<bool>,
         opened: std::sync::Condvar,
+        /// Each commit's objects' names, in the order the commits came.
+        log: std::sync::Mutex<Vec<Vec<String>>>,
+    }
+
+    impl GatedStore {
+        fn closed() -> Arc<Self> {
+            Arc::new(GatedStore {
+                inner: SledStore::temporary().expect("store"),
+                open: std::sync::Mutex::new(false),
+                opened: std::sync::Condvar::new(),
+                log: Default::default(),
+            })
+        }
+
+        fn open(&self) {
+            *self.open.lock().expect("gate") = true;
+            self.opened.notify_all();
+        }
+
+        fn commits(&self) -> Vec<Vec<String>> {
+            self.log.lock().expect("log").clone()
+        }
     }
 
     impl ObjectStore for GatedStore {
@@ -453,6 +573,8 @@ mod tests {
             self.inner.list(kind, namespace)
         }
         fn commit(&self, ops: Vec<Op>) -> berth_store::Result<Vec<berth_store::Change>> {
+            let names = ops.iter().map(name_of).collect();
+            self.log.lock().expect("log").push(names);
             let open = self.open.lock().expect("gate");
             drop(self.opened.wait_while(open, |open| !*open).expect("gate"));
             self.inner.commit(ops)
@@ -469,11 +591,7 @@ mod tests {
     /// to fall to its limit: what holds the scheduling loop back when the store is slow.
     #[tokio::test]
     async fn the_backlog_counts_writes_until_they_are_committed() {
-        let store = Arc::new(GatedStore {
-            inner: SledStore::temporary().expect("store"),
-            open: std::sync::Mutex::new(false),
-            opened: std::sync::Condvar::new(),
-        });
+        let store = GatedStore::closed();
         let (failures, _) = mpsc::unbounded_channel();
         let (writer, _task) = Writer::spawn(store.clone(), failures);
         for i in 0..3 {
@@ -497,10 +615,151 @@ mod tests {
             "caught up while every commit was held"
         );
         assert_eq!(writer.backlog(), 3);
-        *store.open.lock().expect("gate") = true;
-        store.opened.notify_all();
+        store.open();
         waiter.await.expect("the waiter");
         assert_eq!(writer.backlog(), 0);
         assert_eq!(store.list(Kind::Namespace, None).expect("list").len(), 3);
+    }
+
+    /// The name of the object an op writes.
+    fn name_of(op: &Op) -> String {
+        match op {
+            Op::Create(object) | Op::Upsert(object) | Op::Update { object, .. } => {
+                object.meta().name.clone()
+            }
+            Op::Delete { key, .. } => key.name.clone(),
+        }
+    }
+
+    /// An event named `name`.
+    fn event(name: &str) -> Arc<Event> {
+        let mut event = Event::default();
+        event.metadata.name = name.to_string();
+        event.metadata.namespace = "default".to_string();
+        Arc::new(event)
+    }
+
+    /// What a batch takes: every write waiting, then the oldest events: as many as fit a
+    /// batch of no writes, else those overdue and those over the bound, at most a batch.
+    #[test]
+    fn a_batch_takes_events_behind_no_writes_overdue_or_over_the_bound() {
+        struct Case {
+            name: &'static str,
+            writes: usize,
+            /// Events queued [`EVENTS_DELAY`] ago, then events queued now.
+            overdue: usize,
+            fresh: usize,
+            want_events: usize,
+        }
+        let case = |name, writes, overdue, fresh, want_events| Case {
+            name,
+            writes,
+            overdue,
+            fresh,
+            want_events,
+        };
+        let cases = [
+            case("events alone", 0, 0, 3, 3),
+            case(
+                "events alone, more than a batch",
+                0,
+                0,
+                MAX_BATCH + 5,
+                MAX_BATCH,
+            ),
+            case("writes wait: fresh events stay", 2, 0, 3, 0),
+            case("writes wait: overdue events go", 2, 2, 3, 2),
+            case("overdue, more than a batch", 2, MAX_BATCH + 1, 0, MAX_BATCH),
+            case("at the bound: events stay", 2, 0, EVENTS_AHEAD, 0),
+            case("over the bound: the excess", 2, 0, EVENTS_AHEAD + 3, 3),
+            case(
+                "over the bound and overdue: the more",
+                2,
+                5,
+                EVENTS_AHEAD,
+                5,
+            ),
+            case(
+                "far over: a batch",
+                1,
+                0,
+                EVENTS_AHEAD + MAX_BATCH + 10,
+                MAX_BATCH,
+            ),
+            case("nothing", 0, 0, 0, 0),
+        ];
+        let now = Instant::now();
+        let long_ago = now
+            .checked_sub(EVENTS_DELAY)
+            .expect("an instant a second ago");
+        for case in cases {
+            let mut pending = Pending::default();
+            pending.take((0..case.writes).map(|i| {
+                Queued::Write(Write {
+                    before: Vec::new(),
+                    op: Op::Create(namespace_named(&format!("w{i}"))).into(),
+                    on_failure: None,
+                    refresh_before: None,
+                })
+            }));
+            let events = case.overdue + case.fresh;
+            pending.take((0..events).map(|i| {
+                let queued = if i < case.overdue { long_ago } else { now };
+                Queued::Event(event(&format!("e{i}")), queued)
+            }));
+            let (batch, taken) = pending.batch(now);
+            assert_eq!(taken, case.want_events, "{}", case.name);
+            let names: Vec<String> = batch.iter().map(|w| name_of(&w.op.op())).collect();
+            let want: Vec<String> = (0..case.writes)
+                .map(|i| format!("own-w{i}"))
+                .chain((0..case.want_events).map(|i| format!("e{i}")))
+                .collect();
+            assert_eq!(
+                names, want,
+                "{}: writes first, then the oldest events",
+                case.name
+            );
+            assert_eq!(pending.events.len(), events - taken, "{}", case.name);
+        }
+    }
+
+    /// Events queued before a write are committed after it, are not counted in the
+    /// backlog, and are all committed when the writer stops.
+    #[tokio::test]
+    async fn events_wait_behind_writes_and_are_committed_at_the_end() {
+        let store = GatedStore::closed();
+        let (failures, _) = mpsc::unbounded_channel();
+        let (writer, task) = Writer::spawn(store.clone(), failures);
+        let create = |name: &str| Write {
+            before: Vec::new(),
+            op: Op::Create(namespace_named(name)).into(),
+            on_failure: None,
+            refresh_before: None,
+        };
+        assert!(writer.submit(create("first")));
+        // The first write is in its commit, held at the gate.
+        for _ in 0..1000 {
+            if !store.commits().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(store.commits(), vec![vec!["own-first".to_string()]]);
+        assert!(writer.submit_event(event("early")));
+        assert!(writer.submit(create("second")));
+        assert!(writer.submit_event(event("late")));
+        assert_eq!(writer.backlog(), 2, "events are not counted");
+        drop(writer);
+        store.open();
+        task.await.expect("the writer ends");
+        assert_eq!(
+            store.commits(),
+            vec![
+                vec!["own-first".to_string()],
+                vec!["own-second".to_string()],
+                vec!["early".to_string(), "late".to_string()],
+            ]
+        );
+        assert_eq!(store.list(Kind::Event, None).expect("list").len(), 2);
     }
 }
