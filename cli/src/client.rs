@@ -306,9 +306,16 @@ async fn try_connect_from(target: &Target, start: usize) -> Result<(Api, usize),
 /// Whether a call that failed this way may succeed on another replica: the server went
 /// away (or never answered), as opposed to refusing the request.
 fn is_retryable(status: &Status) -> bool {
-    // Cancelled: the connection closed under the request (hyper's "operation was
-    // canceled"), as when its replica is killed; the server itself never answers so.
-    matches!(status.code(), Code::Unavailable | Code::Cancelled)
+    match status.code() {
+        // Cancelled: the connection closed under the request (hyper's "operation was
+        // canceled"), as when its replica is killed; the server itself never answers so.
+        Code::Unavailable | Code::Cancelled => true,
+        // "transport error": the connection broke otherwise (reset by a replica killed as
+        // the call began). A status the server sent has no source; only the client's own
+        // transport failures carry one.
+        Code::Unknown => std::error::Error::source(status).is_some(),
+        _ => false,
+    }
 }
 
 /// What the server did with one applied object.
@@ -673,6 +680,38 @@ fn scoped_namespace(kind: Kind, namespace: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Which failed calls may be repeated on another replica: the server's absence, not its
+    /// answer.
+    #[test]
+    fn only_a_missing_server_is_retried() {
+        let reset = || {
+            let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+            Status::from_error(Box::new(io))
+        };
+        let cases = [
+            (
+                "unavailable",
+                Status::unavailable("connection refused"),
+                true,
+            ),
+            (
+                "cancelled under the call",
+                Status::cancelled("operation was canceled"),
+                true,
+            ),
+            ("the client's transport broke", reset(), true),
+            ("the server said unknown", Status::unknown("boom"), false),
+            ("the server refused", Status::invalid_argument("bad"), false),
+            ("not found", Status::not_found("gone"), false),
+        ];
+        for (name, status, want) in cases {
+            if name == "the client's transport broke" {
+                assert_eq!(status.code(), Code::Unknown, "{name}: {status:?}");
+            }
+            assert_eq!(is_retryable(&status), want, "{name}: {status:?}");
+        }
+    }
 
     #[tokio::test]
     async fn unreachable_server_gets_a_clear_message() {
