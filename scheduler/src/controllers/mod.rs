@@ -246,7 +246,7 @@ impl ControllerManager {
             Event::InitApply { object, previous } | Event::Apply { object, previous } => {
                 self.observe(&object, previous.as_deref(), false)
             }
-            Event::Delete { object } => self.observe(&object, None, true),
+            Event::Delete { object, .. } => self.observe(&object, None, true),
         }
     }
 

@@ -69,6 +69,10 @@ pub enum Event {
     Delete {
         /// The last state of the object.
         object: Arc<Object>,
+        /// The state the reflector held until now: from the change stream, the version
+        /// before the deletion (`object` is the store's last state, stamped with the
+        /// deletion's revision); from a list, `object` itself.
+        held: Arc<Object>,
     },
 }
 
@@ -84,7 +88,17 @@ impl Event {
         match self {
             Event::InitApply { object, .. }
             | Event::Apply { object, .. }
-            | Event::Delete { object } => Some(object),
+            | Event::Delete { object, .. } => Some(object),
+            Event::Init | Event::InitDone => None,
+        }
+    }
+
+    /// The version the reflector held before this event and holds no more: an apply's
+    /// previous state, a deletion's held one.
+    pub fn replaced(&self) -> Option<&Arc<Object>> {
+        match self {
+            Event::InitApply { previous, .. } | Event::Apply { previous, .. } => previous.as_ref(),
+            Event::Delete { held, .. } => Some(held),
             Event::Init | Event::InitDone => None,
         }
     }
@@ -334,9 +348,10 @@ impl Reflector {
             }
             self.tombstones.insert(key.clone(), change.revision);
             // The change carries the last stored state, stamped with the deletion's revision.
-            self.remove(&key)?;
+            let held = self.remove(&key)?;
             return Some(Event::Delete {
                 object: change.object.clone(),
+                held,
             });
         }
         let object = change.object.clone();
@@ -385,7 +400,10 @@ impl Reflector {
                         .map(|o| o.meta().uid.as_str());
                 if !same_uid {
                     if let Some(object) = self.remove(&key) {
-                        events.push(Event::Delete { object });
+                        events.push(Event::Delete {
+                            held: object.clone(),
+                            object,
+                        });
                     }
                 }
             }
@@ -1009,7 +1027,7 @@ mod tests {
                 let replaced = if previous.is_some() { "+" } else { "" };
                 format!("{verb} {}{replaced}", name(object))
             }
-            Event::Delete { object } => format!("delete {}", name(object)),
+            Event::Delete { object, .. } => format!("delete {}", name(object)),
         }
     }
 

@@ -35,7 +35,7 @@ impl LabelIndex {
                 }
                 self.insert(object);
             }
-            Event::Delete { object } => self.remove(object),
+            Event::Delete { object, .. } => self.remove(object),
             Event::Init | Event::InitDone => {}
         }
     }
@@ -324,6 +324,7 @@ mod tests {
         assert!(Arc::ptr_eq(&found[0], &relabelled), "the latest state");
         index.follow(&Event::Delete {
             object: relabelled.clone(),
+            held: relabelled.clone(),
         });
         assert_eq!(index.select(Kind::Pod, None, &db), Some(vec![]));
         assert!(index.kinds[&Kind::Pod].is_empty(), "nothing left behind");

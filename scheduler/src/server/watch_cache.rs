@@ -15,10 +15,11 @@
 //!   then takes every change broadcast. So a read sees every write acknowledged before it
 //!   began, through this replica or another.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard, Weak};
 use std::time::Duration;
 
+use berth_core::framework::hash::FastHashMap;
 use berth_proto::model::{Kind, LabelSelector, Object};
 use berth_proto::wire::object_to_pb;
 use berth_store::{Change, ObjectStore};
@@ -204,8 +205,8 @@ impl WatchCache {
 /// for every later read of that version ([`View::json`]).
 pub struct ObjectCache {
     held: RwLock<Held>,
-    /// JSON of object versions, by uid: (resourceVersion, JSON). An entry leaves when its
-    /// object changes or goes; at most [`ENCODED_BYTES`] of JSON are kept.
+    /// JSON of the cached object versions. An entry leaves when its object changes or goes;
+    /// at most [`ENCODED_BYTES`] of JSON are kept.
     encoded: Mutex<Encoded>,
     /// Asked for its current revision before each read.
     store: Arc<dyn ObjectStore>,
@@ -220,16 +221,48 @@ struct Held {
     labels: LabelIndex,
 }
 
-/// Encoded JSON by uid, and how many bytes of it.
+/// Encoded JSON by the cached object version it encodes, and how many bytes of it.
+///
+/// Keyed by the address of the version's shared allocation (the cache's `Arc`): a version
+/// never changes, so its address names it and its JSON, and a look-up hashes a word
+/// instead of a uid and compares no strings (the look-up by uid and resourceVersion was
+/// 8.8% of the API load's samples: docs/performance.md, "API under load"). Each entry
+/// holds a weak reference to its version, which keeps the allocation, and so the address,
+/// from being reused while the entry lasts, even should a change not remove it.
 #[derive(Default)]
 struct Encoded {
-    by_uid: HashMap<String, (String, Arc<str>)>,
+    by_version: FastHashMap<usize, (Weak<Object>, Arc<str>)>,
     bytes: usize,
 }
 
 impl Encoded {
-    fn forget(&mut self, uid: &str) {
-        if let Some((_, json)) = self.by_uid.remove(uid) {
+    /// The key of an object version.
+    fn key(version: &Arc<Object>) -> usize {
+        Arc::as_ptr(version) as usize
+    }
+
+    /// The JSON kept for `version`, if any.
+    fn get(&self, version: &Arc<Object>) -> Option<Arc<str>> {
+        self.by_version
+            .get(&Self::key(version))
+            .map(|(_, json)| json.clone())
+    }
+
+    /// Keeps `json` for `version`, unless that would pass [`ENCODED_BYTES`].
+    fn keep(&mut self, version: &Arc<Object>, json: Arc<str>) {
+        if self.bytes + json.len() > ENCODED_BYTES {
+            return;
+        }
+        self.bytes += json.len();
+        let entry = (Arc::downgrade(version), json);
+        if let Some((_, old)) = self.by_version.insert(Self::key(version), entry) {
+            self.bytes -= old.len();
+        }
+    }
+
+    /// Drops what is kept for `version` (replaced or deleted).
+    fn forget(&mut self, version: &Arc<Object>) {
+        if let Some((_, json)) = self.by_version.remove(&Self::key(version)) {
             self.bytes -= json.len();
         }
     }
@@ -279,22 +312,9 @@ impl View<'_> {
     /// encoded now (and kept, within [`ENCODED_BYTES`]).
     pub fn json(&self, objects: &[Arc<Object>]) -> Vec<Arc<str>> {
         let lock = || self.encoded.lock().unwrap_or_else(|e| e.into_inner());
-        fn version(o: &Object) -> (&str, &str) {
-            (o.meta().uid.as_str(), o.meta().resource_version.as_str())
-        }
         let mut found: Vec<Option<Arc<str>>> = {
             let encoded = lock();
-            objects
-                .iter()
-                .map(|o| {
-                    let (uid, rv) = version(o);
-                    encoded
-                        .by_uid
-                        .get(uid)
-                        .filter(|(kept, _)| kept == rv)
-                        .map(|(_, json)| json.clone())
-                })
-                .collect()
+            objects.iter().map(|o| encoded.get(o)).collect()
         };
         let missing: Vec<usize> = (0..objects.len()).filter(|&i| found[i].is_none()).collect();
         if missing.is_empty() {
@@ -308,18 +328,7 @@ impl View<'_> {
         }
         let mut encoded = lock();
         for &i in &missing {
-            let (uid, rv) = version(&objects[i]);
-            let json = found[i].clone().expect("encoded above");
-            if uid.is_empty() || encoded.bytes + json.len() > ENCODED_BYTES {
-                continue;
-            }
-            encoded.bytes += json.len();
-            if let Some((_, old)) = encoded
-                .by_uid
-                .insert(uid.to_string(), (rv.to_string(), json))
-            {
-                encoded.bytes -= old.len();
-            }
+            encoded.keep(&objects[i], found[i].clone().expect("encoded above"));
         }
         found.into_iter().flatten().collect()
     }
@@ -442,11 +451,11 @@ impl ObjectCache {
         let mut encoded = None;
         while let Some(event) = held.informer.try_next() {
             held.labels.follow(&event);
-            if let Some(object) = event.object() {
+            if let Some(gone) = event.replaced() {
                 let encoded = encoded
                     .get_or_insert_with(|| self.encoded.lock().unwrap_or_else(|e| e.into_inner()));
-                if !encoded.by_uid.is_empty() {
-                    encoded.forget(&object.meta().uid);
+                if !encoded.by_version.is_empty() {
+                    encoded.forget(gone);
                 }
             }
         }
@@ -531,6 +540,61 @@ mod tests {
             .read(|c| c.objects().get_shared(&key).is_none())
             .expect("current"));
         assert!(ObjectCache::holds(Kind::Pod) && !ObjectCache::holds(Kind::Event));
+    }
+
+    /// The JSON a read encoded is kept for that version of the object only: a read of the
+    /// same version gets it again, one after a change gets the new version's, and what was
+    /// kept is dropped when its object changes or goes.
+    #[test]
+    fn kept_json_is_for_one_version_and_goes_with_it() {
+        let store: Arc<dyn ObjectStore> =
+            Arc::new(berth_store::SledStore::temporary().expect("temporary store"));
+        let mut pod = pod_named("p");
+        pod.meta_mut().labels.insert("v".into(), "one".into());
+        store.commit(vec![Op::Create(pod)]).expect("committed");
+        let cache = ObjectCache::new(store.clone());
+        let key = pod_named("p").key();
+        let read = || {
+            cache
+                .read(|c| {
+                    let found = c.objects().get_shared(&key).cloned();
+                    found.map(|o| c.json(&[o]).swap_remove(0))
+                })
+                .expect("current")
+        };
+        let kept = || {
+            let encoded = cache.encoded.lock().expect("encoded");
+            (encoded.by_version.len(), encoded.bytes)
+        };
+        let first = read().expect("the pod");
+        assert!(first.contains(r#""v":"one""#), "{first}");
+        assert_eq!(kept(), (1, first.len()));
+        let again = read().expect("the pod");
+        assert!(Arc::ptr_eq(&first, &again), "the same version's JSON, kept");
+
+        let Some(Object::Pod(mut pod)) = store.get(&key).expect("get") else {
+            panic!("the pod");
+        };
+        pod.metadata.labels.insert("v".into(), "two".into());
+        let precondition = Precondition::ResourceVersion(pod.metadata.resource_version.clone());
+        store
+            .commit(vec![Op::Update {
+                object: Object::Pod(pod),
+                precondition,
+            }])
+            .expect("updated");
+        let second = read().expect("the pod");
+        assert!(second.contains(r#""v":"two""#), "{second}");
+        assert_eq!(kept(), (1, second.len()), "the old version's JSON is gone");
+
+        store
+            .commit(vec![Op::Delete {
+                key: key.clone(),
+                precondition: Precondition::None,
+            }])
+            .expect("deleted");
+        assert_eq!(read(), None);
+        assert_eq!(kept(), (0, 0), "a deleted object's JSON is gone");
     }
 
     /// A store whose changes reach subscribers only while a reader waits for them, and only
