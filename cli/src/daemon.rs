@@ -30,8 +30,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// - `narenas:1`: one arena for every thread, instead of four per core with the threads
 ///   spread over them. The scheduler's caches are filled on some threads and emptied on
 ///   others (the commit thread, the loop, the sessions, the blocking pool); with several
-///   arenas, pages emptied in one stayed resident while another grew. A thread's cache (below) takes most calls without the
-///   arena's lock, and on two cores the lock was no slower.
+///   arenas, pages emptied in one stayed resident while another grew. A thread's cache
+///   (below) takes most calls without the arena's lock, and on two cores the lock was no
+///   slower.
 /// - `tcache_max:4096`: a thread caches freed objects up to 4 KiB, not 32 KiB; what larger
 ///   objects a thread frees goes back to the arena for every thread to reuse.
 ///
@@ -45,10 +46,10 @@ static MALLOC_CONF: &[u8; 26] = b"narenas:1,tcache_max:4096\0";
 /// The most threads a Berth process runs blocking calls on (tokio's default is 512). The
 /// scheduler's blocking calls are store reads and commits of microseconds to milliseconds
 /// (on sled the writers' and the group commits' commits run on a thread of their own,
-/// `berth_scheduler::server::commit_thread`; on etcd, here); an agent's include the removal of a stopped
-/// pod's cgroups, which waits up to two seconds for killed processes to leave (more than 8
-/// pods stopped at once wait their turn). With 5,000
-/// agent sessions reporting at once the default grew the scheduler's pool to ~200 threads
+/// `berth_scheduler::server::commit_thread`; on etcd, here); an agent's include the removal
+/// of a stopped pod's cgroups, which waits up to two seconds for killed processes to leave
+/// (more than 8 pods stopped at once wait their turn). With 5,000 agent sessions reporting
+/// at once the default grew the scheduler's pool to ~200 threads
 /// on two cores, each holding its own allocator pages, and no faster: calls beyond these
 /// wait in the pool's queue. Each thread's allocator heap keeps pages of what it allocated
 /// and other threads freed, so fewer threads hold less: the end-to-end scheduler at 5,000
