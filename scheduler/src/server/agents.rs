@@ -252,11 +252,11 @@ pub struct AgentService {
 }
 
 impl AgentService {
-    /// A service over `store`, routing through `sessions`. Starts its group commit's task,
-    /// so it must be called inside a Tokio runtime.
+    /// A service over `store`, routing through `sessions`. Its group commit takes the
+    /// runtime's handle, so it must be called inside a Tokio runtime.
     pub fn new(store: Arc<dyn ObjectStore>, sessions: Arc<Sessions>) -> Self {
         AgentService {
-            commits: GroupCommit::spawn(store.clone()),
+            commits: GroupCommit::new(store.clone()),
             store,
             sessions,
             bindings: Arc::default(),

@@ -60,7 +60,7 @@ impl ApiService {
         ApiService {
             watch_cache: WatchCache::start(store.as_ref()),
             objects: ObjectCache::start(store.clone()),
-            commits: GroupCommit::spawn(store.clone()),
+            commits: GroupCommit::new(store.clone()),
             store,
             shutdown: tokio_util::sync::CancellationToken::new(),
             admission: admission::AdmissionConfig::default(),

@@ -65,44 +65,47 @@ fn queue() -> Result<&'static mpsc::Sender<Job>, CommitThreadError> {
     Ok(QUEUE.get_or_init(|| tx))
 }
 
-/// Runs `commit`, a commit to `store`, where such commits belong: on the commit thread
-/// ([`run`]) when the store commits in this process (sled), and on the blocking pool when
-/// its commits are round trips (etcd: on one thread the writer's and the group commits'
-/// round trips took turns, and the API load run on etcd served a half to a third of the
-/// calls). A panic of `commit` is [`CommitThreadError::Panicked`] either way.
+/// Starts `job`, a commit to `store`, where such commits belong, and returns without
+/// waiting for it: on the commit thread, after the jobs queued before it, when the store
+/// commits in this process (sled); on `runtime`'s blocking pool when its commits are round
+/// trips (etcd: on one thread the writer's and the group commits' round trips took turns,
+/// and the API load run on etcd served a half to a third of the calls). A job that panics
+/// on the commit thread leaves it serving the next ones. Callable from any thread, the
+/// commit thread included.
+pub fn submit(
+    store: Arc<dyn ObjectStore>,
+    runtime: &tokio::runtime::Handle,
+    job: impl FnOnce(&dyn ObjectStore) + Send + 'static,
+) -> Result<(), CommitThreadError> {
+    if store.commits_in_process() {
+        let job: Job = Box::new(move || {
+            // A panic is the job's to report (see `commit_to`); the thread goes on.
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| job(store.as_ref())));
+        });
+        return queue()?
+            .send(job)
+            .map_err(|_| CommitThreadError::Start("the commit thread has stopped".into()));
+    }
+    // Dropped unrun should the runtime be shutting down: the job's own drop says so.
+    drop(runtime.spawn_blocking(move || job(store.as_ref())));
+    Ok(())
+}
+
+/// Runs `commit`, a commit to `store`, where [`submit`] puts it, and returns its result. A
+/// panic of `commit` is [`CommitThreadError::Panicked`].
 pub async fn commit_to<R: Send + 'static>(
     store: Arc<dyn ObjectStore>,
     commit: impl FnOnce(&dyn ObjectStore) -> R + Send + 'static,
 ) -> Result<R, CommitThreadError> {
-    let in_process = store.commits_in_process();
-    let commit = move || commit(store.as_ref());
-    if in_process {
-        return run(commit).await;
-    }
-    match tokio::task::spawn_blocking(commit).await {
-        Ok(value) => Ok(value),
-        Err(e) if e.is_panic() => Err(CommitThreadError::Panicked),
-        Err(_) => Err(CommitThreadError::Cancelled),
-    }
-}
-
-/// Runs `commit` on the commit thread, after the commits queued before it, and returns its
-/// result; a panic of `commit` is [`CommitThreadError::Panicked`] and leaves the thread
-/// serving the next ones.
-async fn run<R: Send + 'static>(
-    commit: impl FnOnce() -> R + Send + 'static,
-) -> Result<R, CommitThreadError> {
     let (reply, result) = oneshot::channel();
-    let job: Job = Box::new(move || {
+    submit(store, &tokio::runtime::Handle::current(), move |store| {
         // The caller may have gone (its task was dropped); the commit still ran.
-        let _ = reply.send(std::panic::catch_unwind(AssertUnwindSafe(commit)));
-    });
-    queue()?
-        .send(job)
-        .map_err(|_| CommitThreadError::Start("the commit thread has stopped".into()))?;
+        let _ = reply.send(std::panic::catch_unwind(AssertUnwindSafe(|| commit(store))));
+    })?;
     match result.await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(_)) | Err(_) => Err(CommitThreadError::Panicked),
+        Ok(Err(_)) => Err(CommitThreadError::Panicked),
+        Err(_) => Err(CommitThreadError::Cancelled),
     }
 }
 
@@ -165,15 +168,18 @@ mod tests {
 
     #[tokio::test]
     async fn runs_commits_on_one_thread_and_survives_a_panic() {
-        let first = run(|| std::thread::current().id()).await.expect("ran");
-        let panicked = run(|| -> u32 { panic!("a failing commit") }).await;
+        let store: Arc<dyn ObjectStore> = Arc::new(Empty { in_process: true });
+        let first = commit_to(store.clone(), |_| std::thread::current().id())
+            .await
+            .expect("ran");
+        let panicked = commit_to(store.clone(), |_| -> u32 { panic!("a failing commit") }).await;
         assert!(
             matches!(panicked, Err(CommitThreadError::Panicked)),
             "{panicked:?}"
         );
         let (a, b) = tokio::join!(
-            run(|| std::thread::current().id()),
-            run(|| std::thread::current().name().map(str::to_string)),
+            commit_to(store.clone(), |_| std::thread::current().id()),
+            commit_to(store, |_| std::thread::current().name().map(str::to_string)),
         );
         assert_eq!(a.expect("ran"), first, "the same thread after the panic");
         assert_eq!(b.expect("ran").as_deref(), Some("store commits"));

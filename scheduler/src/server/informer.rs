@@ -862,6 +862,67 @@ pub(crate) mod testing {
     use berth_store::{Change, ObjectStore, Op, SledStore};
     use tokio::sync::broadcast;
 
+    /// A store whose commits wait until the test opens its gate.
+    pub(crate) struct GatedStore {
+        inner: SledStore,
+        open: std::sync::Mutex<bool>,
+        opened: std::sync::Condvar,
+        /// Each commit's objects' names, in the order the commits came.
+        log: std::sync::Mutex<Vec<Vec<String>>>,
+    }
+
+    impl GatedStore {
+        pub(crate) fn closed() -> Arc<Self> {
+            Arc::new(GatedStore {
+                inner: SledStore::temporary().expect("store"),
+                open: std::sync::Mutex::new(false),
+                opened: std::sync::Condvar::new(),
+                log: Default::default(),
+            })
+        }
+
+        pub(crate) fn open(&self) {
+            *self.open.lock().expect("gate") = true;
+            self.opened.notify_all();
+        }
+
+        pub(crate) fn commits(&self) -> Vec<Vec<String>> {
+            self.log.lock().expect("log").clone()
+        }
+    }
+
+    impl ObjectStore for GatedStore {
+        fn get(&self, key: &ObjectKey) -> berth_store::Result<Option<Object>> {
+            self.inner.get(key)
+        }
+        fn list(&self, kind: Kind, namespace: Option<&str>) -> berth_store::Result<Vec<Object>> {
+            self.inner.list(kind, namespace)
+        }
+        fn commit(&self, ops: Vec<Op>) -> berth_store::Result<Vec<berth_store::Change>> {
+            let names = ops.iter().map(name_of).collect();
+            self.log.lock().expect("log").push(names);
+            let open = self.open.lock().expect("gate");
+            drop(self.opened.wait_while(open, |open| !*open).expect("gate"));
+            self.inner.commit(ops)
+        }
+        fn revision(&self) -> u64 {
+            self.inner.revision()
+        }
+        fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<berth_store::Change>> {
+            self.inner.subscribe()
+        }
+    }
+
+    /// The name of the object an op writes.
+    pub(crate) fn name_of(op: &Op) -> String {
+        match op {
+            Op::Create(object) | Op::Upsert(object) | Op::Update { object, .. } => {
+                object.meta().name.clone()
+            }
+            Op::Delete { key, .. } => key.name.clone(),
+        }
+    }
+
     /// A store whose change channel holds only `capacity` changes, so that a watcher that
     /// does not read falls behind after a few commits; its lists can be made to fail.
     pub(crate) struct LaggyStore {

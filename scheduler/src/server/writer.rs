@@ -387,6 +387,7 @@ fn commit_alone(store: &dyn ObjectStore, write: &mut Write) -> Result<(), berth_
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::informer::testing::{name_of, GatedStore};
     use berth_proto::model::{Kind, Namespace, Object, ObjectKey};
     use berth_store::{Precondition, SledStore};
 
@@ -536,57 +537,6 @@ mod tests {
         }
     }
 
-    /// A store whose commits wait until the test opens its gate.
-    struct GatedStore {
-        inner: SledStore,
-        open: std::sync::Mutex<bool>,
-        opened: std::sync::Condvar,
-        /// Each commit's objects' names, in the order the commits came.
-        log: std::sync::Mutex<Vec<Vec<String>>>,
-    }
-
-    impl GatedStore {
-        fn closed() -> Arc<Self> {
-            Arc::new(GatedStore {
-                inner: SledStore::temporary().expect("store"),
-                open: std::sync::Mutex::new(false),
-                opened: std::sync::Condvar::new(),
-                log: Default::default(),
-            })
-        }
-
-        fn open(&self) {
-            *self.open.lock().expect("gate") = true;
-            self.opened.notify_all();
-        }
-
-        fn commits(&self) -> Vec<Vec<String>> {
-            self.log.lock().expect("log").clone()
-        }
-    }
-
-    impl ObjectStore for GatedStore {
-        fn get(&self, key: &ObjectKey) -> berth_store::Result<Option<Object>> {
-            self.inner.get(key)
-        }
-        fn list(&self, kind: Kind, namespace: Option<&str>) -> berth_store::Result<Vec<Object>> {
-            self.inner.list(kind, namespace)
-        }
-        fn commit(&self, ops: Vec<Op>) -> berth_store::Result<Vec<berth_store::Change>> {
-            let names = ops.iter().map(name_of).collect();
-            self.log.lock().expect("log").push(names);
-            let open = self.open.lock().expect("gate");
-            drop(self.opened.wait_while(open, |open| !*open).expect("gate"));
-            self.inner.commit(ops)
-        }
-        fn revision(&self) -> u64 {
-            self.inner.revision()
-        }
-        fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<berth_store::Change>> {
-            self.inner.subscribe()
-        }
-    }
-
     /// The backlog counts writes until their commit is done, and `caught_up` waits for it
     /// to fall to its limit: what holds the scheduling loop back when the store is slow.
     #[tokio::test]
@@ -619,16 +569,6 @@ mod tests {
         waiter.await.expect("the waiter");
         assert_eq!(writer.backlog(), 0);
         assert_eq!(store.list(Kind::Namespace, None).expect("list").len(), 3);
-    }
-
-    /// The name of the object an op writes.
-    fn name_of(op: &Op) -> String {
-        match op {
-            Op::Create(object) | Op::Upsert(object) | Op::Update { object, .. } => {
-                object.meta().name.clone()
-            }
-            Op::Delete { key, .. } => key.name.clone(),
-        }
     }
 
     /// An event named `name`.
