@@ -8,6 +8,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
     tonic_prost_build::configure()
         .codec_path("crate::codec::SmallBufferCodec")
+        // Written by hand (`src/object.rs`): its JSON is shared text, not a String.
+        .extern_path(".berth.v1.Object", "crate::object::Object")
         .file_descriptor_set_path(out.join("berth_descriptor.bin"))
         .compile_protos(&["proto/berth.proto"], &["proto"])?;
     println!("cargo:rerun-if-changed=proto/berth.proto");

@@ -12,7 +12,7 @@ use serde_json::json;
 fn pod_message(pod: &serde_json::Value) -> pb::Object {
     pb::Object {
         kind: pb::Kind::Pod as i32,
-        json: pod.to_string(),
+        json: pod.to_string().into(),
     }
 }
 

@@ -65,7 +65,7 @@ fn pod_for(namespace: &str, name: &str, client: usize, scheduler: &str) -> pb::O
     });
     pb::Object {
         kind: pb::Kind::Pod as i32,
-        json: pod.to_string(),
+        json: pod.to_string().into(),
     }
 }
 
@@ -79,7 +79,7 @@ fn node(name: &str) -> pb::Object {
     });
     pb::Object {
         kind: pb::Kind::Node as i32,
-        json: node.to_string(),
+        json: node.to_string().into(),
     }
 }
 

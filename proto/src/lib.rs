@@ -9,6 +9,7 @@
 //! - [`etcd`]: client code generated from `proto/etcd.proto`, the slice of etcd's v3 API
 //!   the etcd store speaks.
 //! - [`codec`]: the gRPC codec of `pb`'s services (prost's, with smaller stream buffers).
+//! - [`object`]: `pb::Object`, written by hand so that its JSON is shared, not copied.
 //! - [`ports`]: loopback ports for the servers Berth starts as child processes.
 //! - [`wire`]: `pb` ⇄ `model`, in one place: objects to and from their JSON, with errors
 //!   that name the field.
@@ -18,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod object;
 pub mod ports;
 pub mod wire;
 
@@ -30,6 +32,8 @@ pub use berth_model::{
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod pb {
     tonic::include_proto!("berth.v1");
+
+    pub use crate::object::{JsonText, Object};
 
     /// Encoded file descriptor set, served by gRPC reflection.
     pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("berth_descriptor");

@@ -21,7 +21,7 @@ use crate::validate::FieldError;
 pub fn object_to_pb(obj: &Object) -> pb::Object {
     pb::Object {
         kind: kind_to_pb(obj.kind()) as i32,
-        json: to_json(obj),
+        json: to_json(obj).into(),
     }
 }
 

@@ -5,6 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use berth_proto::model::{Kind, Object, ObjectKey};
+use berth_proto::pb::JsonText;
 use berth_proto::wire::{kind_from_pb, kind_to_pb, object_from_pb, object_to_pb, pod_to_pb};
 use berth_proto::{pb, selector};
 use berth_store::{ChangeType, ObjectStore, Op, Precondition};
@@ -223,7 +224,7 @@ impl ApiService {
             })
             .flatten();
         let found = match cached {
-            Some(found) => found.map(|json| encoded(kind, &json)),
+            Some(found) => found.map(|json| encoded(kind, json)),
             None => self.store.get(&key)?.map(|o| object_to_pb(&o)),
         };
         match found {
@@ -261,7 +262,7 @@ impl ApiService {
             .flatten();
         if let Some((json, revision)) = cached {
             return Ok(pb::ListResponse {
-                objects: json.iter().map(|j| encoded(kind, j)).collect(),
+                objects: json.into_iter().map(|j| encoded(kind, j)).collect(),
                 resource_version: revision.to_string(),
             });
         }
@@ -326,10 +327,10 @@ fn apply_result(key: &ObjectKey, action: &str, rv: &str) -> pb::ApplyResult {
 }
 
 /// The message for an object of `kind` whose JSON is `json`.
-fn encoded(kind: Kind, json: &str) -> pb::Object {
+fn encoded(kind: Kind, json: JsonText) -> pb::Object {
     pb::Object {
         kind: kind_to_pb(kind) as i32,
-        json: json.to_string(),
+        json,
     }
 }
 

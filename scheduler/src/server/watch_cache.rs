@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use berth_core::framework::hash::FastHashMap;
 use berth_proto::model::{Kind, LabelSelector, Object};
+use berth_proto::pb::JsonText;
 use berth_proto::wire::object_to_pb;
 use berth_store::{Change, ObjectStore};
 use tokio::sync::broadcast;
@@ -231,7 +232,7 @@ struct Held {
 /// from being reused while the entry lasts, even should a change not remove it.
 #[derive(Default)]
 struct Encoded {
-    by_version: FastHashMap<usize, (Weak<Object>, Arc<str>)>,
+    by_version: FastHashMap<usize, (Weak<Object>, JsonText)>,
     bytes: usize,
 }
 
@@ -242,14 +243,14 @@ impl Encoded {
     }
 
     /// The JSON kept for `version`, if any.
-    fn get(&self, version: &Arc<Object>) -> Option<Arc<str>> {
+    fn get(&self, version: &Arc<Object>) -> Option<JsonText> {
         self.by_version
             .get(&Self::key(version))
             .map(|(_, json)| json.clone())
     }
 
     /// Keeps `json` for `version`, unless that would pass [`ENCODED_BYTES`].
-    fn keep(&mut self, version: &Arc<Object>, json: Arc<str>) {
+    fn keep(&mut self, version: &Arc<Object>, json: JsonText) {
         if self.bytes + json.len() > ENCODED_BYTES {
             return;
         }
@@ -310,9 +311,9 @@ impl View<'_> {
 
     /// Each object's Kubernetes JSON: kept from an earlier read of the same version, or
     /// encoded now (and kept, within [`ENCODED_BYTES`]).
-    pub fn json(&self, objects: &[Arc<Object>]) -> Vec<Arc<str>> {
+    pub fn json(&self, objects: &[Arc<Object>]) -> Vec<JsonText> {
         let lock = || self.encoded.lock().unwrap_or_else(|e| e.into_inner());
-        let mut found: Vec<Option<Arc<str>>> = {
+        let mut found: Vec<Option<JsonText>> = {
             let encoded = lock();
             objects.iter().map(|o| encoded.get(o)).collect()
         };
@@ -324,7 +325,7 @@ impl View<'_> {
         // but within this view, so no change of these objects lands meanwhile and what is
         // kept is current.
         for &i in &missing {
-            found[i] = Some(Arc::from(object_to_pb(&objects[i]).json));
+            found[i] = Some(object_to_pb(&objects[i]).json);
         }
         let mut encoded = lock();
         for &i in &missing {
@@ -570,7 +571,11 @@ mod tests {
         assert!(first.contains(r#""v":"one""#), "{first}");
         assert_eq!(kept(), (1, first.len()));
         let again = read().expect("the pod");
-        assert!(Arc::ptr_eq(&first, &again), "the same version's JSON, kept");
+        assert_eq!(
+            first.as_ptr(),
+            again.as_ptr(),
+            "the same version's JSON, kept"
+        );
 
         let Some(Object::Pod(mut pod)) = store.get(&key).expect("get") else {
             panic!("the pod");
