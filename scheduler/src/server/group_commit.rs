@@ -314,11 +314,12 @@ mod tests {
         let commits = GroupCommit::new(store.clone());
         let first = spawn_commit(&commits, vec![create("a")]);
         until(|| !store.commits().is_empty()).await;
-        let later: Vec<_> = ["b", "c"]
-            .into_iter()
-            .map(|name| spawn_commit(&commits, vec![create(name)]))
-            .collect();
-        until(|| commits.shared.queue().waiting.len() >= 2).await;
+        let mut later = Vec::new();
+        for (i, name) in ["b", "c"].into_iter().enumerate() {
+            later.push(spawn_commit(&commits, vec![create(name)]));
+            // One after the other, so that they wait in this order.
+            until(|| commits.shared.queue().waiting.len() > i).await;
+        }
         assert_eq!(store.commits(), [vec!["a"]], "the first turn still runs");
         store.open();
         assert_eq!(names(&joined(first).await.expect("a commits")), ["a"]);
@@ -326,7 +327,8 @@ mod tests {
             assert_eq!(names(&joined(task).await.expect("commits")), [name]);
         }
         assert_eq!(store.commits(), [vec!["a"], vec!["b", "c"]]);
-        assert!(!commits.shared.queue().started, "no turn left under way");
+        // The turn ends (and says no turn is under way) after its replies.
+        until(|| !commits.shared.queue().started).await;
     }
 
     /// A turn that cannot run (its runtime has shut down) fails its callers as the server
