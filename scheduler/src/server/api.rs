@@ -76,6 +76,11 @@ impl ApiService {
         self
     }
 
+    /// The cache reads are answered from, to share with other readers.
+    pub fn objects(&self) -> &Arc<ObjectCache> {
+        &self.objects
+    }
+
     /// The group commit applies go through, to share with other writers.
     pub fn commits(&self) -> &GroupCommit {
         &self.commits

@@ -254,7 +254,7 @@ mod tests {
         let first = spawn_commit(&commits, vec![create("taken")]);
         until(|| !store.commits().is_empty()).await;
         let a = spawn_commit(&commits, vec![create("a1"), create("a2")]);
-        until(|| commits.shared.queue().waiting.len() >= 1).await;
+        until(|| !commits.shared.queue().waiting.is_empty()).await;
         let b = spawn_commit(&commits, vec![create("b1"), create("taken")]);
         until(|| commits.shared.queue().waiting.len() >= 2).await;
         let c = spawn_commit(&commits, vec![create("c1")]);

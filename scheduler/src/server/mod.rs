@@ -425,6 +425,7 @@ pub async fn run(
         .with_shutdown(shutdown.clone())
         .with_local_store(matches!(backend, Backend::Sled(_)));
     let commits = api.commits().clone();
+    let objects = api.objects().clone();
     let serving = server
         .layer(metrics::ApiMetricsLayer)
         .add_service(health_service)
@@ -439,7 +440,7 @@ pub async fn run(
         .add_service(
             security.protect(
                 pb::agent_server::AgentServer::new(
-                    agents_service(&backend, &args, store.clone(), sessions.clone())
+                    agents_service(&backend, &args, store.clone(), sessions.clone(), objects)
                         .with_commits(commits)
                         .with_health(node_health)
                         .with_telemetry(telemetry.clone()),
@@ -509,10 +510,11 @@ fn agents_service(
     args: &Args,
     store: Arc<dyn ObjectStore>,
     sessions: Arc<agents::Sessions>,
+    objects: Arc<watch_cache::ObjectCache>,
 ) -> agents::AgentService {
     let service = agents::AgentService::new(store, sessions);
     match backend {
-        Backend::Sled(_) => service,
+        Backend::Sled(_) => service.with_cache(objects),
         _ => service.with_status_report_period(
             (args.node_monitor_grace_period / 4).min(std::time::Duration::from_secs(10)),
         ),
