@@ -61,8 +61,11 @@ impl AsRef<str> for JsonText {
 }
 
 impl From<String> for JsonText {
+    /// Takes the text's allocation, first shrunk to its length: a JSON encoder's output
+    /// grows by doubling, and kept as it is (the API cache keeps each object version's)
+    /// it would hold up to twice its size.
     fn from(text: String) -> Self {
-        JsonText(Bytes::from(text))
+        JsonText(Bytes::from(text.into_bytes().into_boxed_slice()))
     }
 }
 
